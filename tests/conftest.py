@@ -1,0 +1,105 @@
+"""Shared fixtures: a migrated database per backend (SQLite file, real PostgreSQL)."""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterator
+
+import pytest
+from sqlalchemy import Engine, text
+from sqlalchemy.orm import Session, sessionmaker
+
+from timeline import db
+from timeline.tables import metadata
+
+PG_ADMIN_URL = os.environ.get(
+    "FLEETMEDIC_TEST_PG_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test"
+)
+
+
+def _require(flag: str) -> bool:
+    return os.environ.get(flag, "") == "1"
+
+
+def pg_available() -> str | None:
+    """None when PostgreSQL answers, else the reason it does not."""
+    try:
+        engine = db.make_engine(PG_ADMIN_URL, pool_size=1)
+        with engine.connect() as conn:
+            conn.execute(text("select 1"))
+        engine.dispose()
+        return None
+    except Exception as exc:  # any failure to connect means "not here"
+        return f"PostgreSQL not reachable at {PG_ADMIN_URL}: {exc.__class__.__name__}"
+
+
+@pytest.fixture(scope="session")
+def pg_database_url() -> Iterator[str]:
+    """A fresh PostgreSQL database for this test run, dropped at the end."""
+    reason = pg_available()
+    if reason:
+        if _require("REQUIRE_POSTGRES"):
+            pytest.fail(f"REQUIRE_POSTGRES=1 but {reason}")
+        pytest.skip(f"SKIPPED (no PostgreSQL): {reason}")
+    name = f"fleetmedic_test_{os.getpid()}_{uuid.uuid4().hex[:6]}"
+    admin = db.make_engine(PG_ADMIN_URL, isolation_level="AUTOCOMMIT", pool_size=1)
+    with admin.connect() as conn:
+        conn.execute(text(f'CREATE DATABASE "{name}"'))
+    url = PG_ADMIN_URL.rsplit("/", 1)[0] + f"/{name}"
+    yield url
+    with admin.connect() as conn:
+        conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+    admin.dispose()
+
+
+@pytest.fixture(scope="session")
+def sqlite_database_url(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """An SQLite file for this test run."""
+    return f"sqlite:///{tmp_path_factory.mktemp('db') / 'fleetmedic.db'}"
+
+
+@pytest.fixture(scope="session", params=["sqlite", "postgres"])
+def migrated_url(request: pytest.FixtureRequest) -> str:
+    """A database URL migrated to head, once per backend per run."""
+    if request.param == "postgres":
+        url = request.getfixturevalue("pg_database_url")
+    else:
+        url = request.getfixturevalue("sqlite_database_url")
+    db.upgrade(url)
+    return str(url)
+
+
+@pytest.fixture(scope="session")
+def _engines() -> Iterator[dict[str, Engine]]:
+    cache: dict[str, Engine] = {}
+    yield cache
+    for engine in cache.values():
+        engine.dispose()
+
+
+@pytest.fixture()
+def engine(migrated_url: str, _engines: dict[str, Engine]) -> Iterator[Engine]:
+    """An engine on a migrated database, emptied after each test."""
+    eng = _engines.get(migrated_url)
+    if eng is None:
+        eng = _engines[migrated_url] = db.make_engine(migrated_url)
+    yield eng
+    with eng.begin() as conn:
+        for table in reversed(metadata.sorted_tables):
+            conn.execute(table.delete())
+
+
+@pytest.fixture()
+def session_factory(engine: Engine) -> sessionmaker[Session]:
+    """A session factory bound to the test database."""
+    return db.make_sessionmaker(engine)
+
+
+@pytest.fixture()
+def session(session_factory: sessionmaker[Session]) -> Iterator[Session]:
+    """A session; the test commits when it means to."""
+    s = session_factory()
+    yield s
+    s.rollback()
+    s.close()

@@ -1,0 +1,85 @@
+"""Engines and sessions for SQLite (embedded default) and PostgreSQL, and schema upgrades."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import Engine, create_engine, event
+from sqlalchemy.engine import make_url
+from sqlalchemy.orm import Session, sessionmaker
+
+ALEMBIC_DIR = Path(__file__).resolve().parent.parent / "alembic"
+
+
+def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
+    cur = dbapi_conn.cursor()
+    # WAL lets the dashboard read while ingest writes; NORMAL is durable across app crashes.
+    cur.execute("PRAGMA journal_mode=WAL")
+    cur.execute("PRAGMA synchronous=NORMAL")
+    cur.execute("PRAGMA busy_timeout=10000")
+    cur.execute("PRAGMA foreign_keys=ON")
+    cur.close()
+
+
+def make_engine(url: str, **kwargs: Any) -> Engine:
+    """An engine for `url`; SQLite files get WAL, synchronous=NORMAL and a busy timeout."""
+    parsed = make_url(url)
+    if parsed.get_backend_name() == "sqlite":
+        if parsed.database and parsed.database != ":memory:":
+            Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
+        engine = create_engine(
+            url, connect_args={"check_same_thread": False, "timeout": 10}, **kwargs
+        )
+        event.listen(engine, "connect", _sqlite_pragmas)
+        return engine
+    kwargs.setdefault("pool_pre_ping", True)
+    if "poolclass" not in kwargs:
+        kwargs.setdefault("pool_size", 10)
+    return create_engine(url, **kwargs)
+
+
+def make_sessionmaker(engine: Engine) -> sessionmaker[Session]:
+    """A session factory; callers own commit (one place per transaction)."""
+    return sessionmaker(bind=engine, expire_on_commit=False)
+
+
+@contextmanager
+def unit_of_work(factory: sessionmaker[Session]) -> Iterator[Session]:
+    """One transaction: commits on success, rolls back on any exception."""
+    session = factory()
+    try:
+        yield session
+        session.commit()
+    except BaseException:
+        session.rollback()
+        raise
+    finally:
+        session.close()
+
+
+def alembic_config(url: str) -> Any:
+    """An Alembic Config pointing at the packaged migrations and `url`."""
+    from alembic.config import Config
+
+    cfg = Config()
+    cfg.set_main_option("script_location", str(ALEMBIC_DIR))
+    # ConfigParser treats % as interpolation; escape it in passwords.
+    cfg.set_main_option("sqlalchemy.url", url.replace("%", "%%"))
+    return cfg
+
+
+def upgrade(url: str, revision: str = "head") -> None:
+    """Bring the schema at `url` up to `revision` (Alembic is the only way a schema is made)."""
+    from alembic import command
+
+    command.upgrade(alembic_config(url), revision)
+
+
+def downgrade(url: str, revision: str) -> None:
+    """Take the schema at `url` down to `revision`."""
+    from alembic import command
+
+    command.downgrade(alembic_config(url), revision)

@@ -1,0 +1,304 @@
+"""The store API: append batches and query the timeline. Callers own the transaction."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from sqlalchemy import Table, and_, func, or_, select
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.orm import Session
+
+from timeline import tables as t
+from timeline.errors import BatchTooLarge
+from timeline.models import (
+    Allocation,
+    AppendResult,
+    Batch,
+    Event,
+    GpuInfo,
+    Job,
+    Node,
+    Sample,
+)
+
+
+def _insert(session: Session, table: Table) -> Any:
+    """A dialect insert that supports ON CONFLICT on both SQLite and PostgreSQL."""
+    if session.get_bind().dialect.name == "postgresql":
+        return postgresql.insert(table)
+    return sqlite.insert(table)
+
+
+def append_batch(
+    session: Session, *, batch: Batch, received_ts: float | None = None, max_items: int = 0
+) -> AppendResult:
+    """Store a batch whole, once per batch_id; a replay stores nothing and says duplicate."""
+    size = sum(map(len, (batch.samples, batch.events, batch.gpus, batch.jobs, batch.nodes)))
+    if max_items and size > max_items:
+        raise BatchTooLarge(f"batch has {size} items; the limit is {max_items}")
+    now = received_ts if received_ts is not None else time.time()
+    claim = (
+        _insert(session, t.ingest_batches)
+        .values(
+            batch_id=batch.batch_id,
+            agent=batch.agent,
+            node=batch.node,
+            received_ts=now,
+            samples=len(batch.samples),
+            events=len(batch.events),
+        )
+        .on_conflict_do_nothing(index_elements=["batch_id"])
+        .returning(t.ingest_batches.c.batch_id)
+    )
+    # The unique key decides, not a prior lookup: concurrent replays cannot both win.
+    if session.execute(claim).first() is None:
+        return AppendResult(batch_id=batch.batch_id, duplicate=True)
+    upsert_gpus(session, gpus=batch.gpus, now=now)
+    upsert_nodes(session, nodes=batch.nodes, now=now)
+    _touch_node(session, name=batch.node, now=now)
+    append_samples(session, node=batch.node, samples=batch.samples)
+    stored_events = append_events(session, events=batch.events, batch_id=batch.batch_id, now=now)
+    upsert_jobs(session, jobs=batch.jobs, now=now)
+    upsert_allocations(session, allocations=batch.allocations)
+    return AppendResult(
+        batch_id=batch.batch_id,
+        duplicate=False,
+        samples=len(batch.samples),
+        events=stored_events,
+        gpus=len(batch.gpus),
+        jobs=len(batch.jobs),
+        allocations=len(batch.allocations),
+        nodes=len(batch.nodes),
+    )
+
+
+def append_samples(session: Session, *, node: str, samples: Sequence[Sample]) -> int:
+    """Insert telemetry rows in one executemany."""
+    if not samples:
+        return 0
+    rows = [s.model_dump() for s in samples]
+    for row in rows:
+        row["node"] = node
+    session.execute(t.samples.insert(), rows)
+    return len(rows)
+
+
+def append_events(
+    session: Session, *, events: Sequence[Event], batch_id: str | None = None, now: float
+) -> int:
+    """Insert events; one with a (source, dedup_key) already stored is skipped. Returns stored."""
+    if not events:
+        return 0
+    rows = []
+    for e in events:
+        row = e.model_dump(mode="json")
+        row.update(batch_id=batch_id, received_ts=now)
+        rows.append(row)
+    keyed = [r for r in rows if r["dedup_key"] is not None]
+    plain = [r for r in rows if r["dedup_key"] is None]
+    if plain:
+        session.execute(t.events.insert(), plain)
+    stored = len(plain)
+    for row in keyed:
+        stmt = (
+            _insert(session, t.events)
+            .values(**row)
+            .on_conflict_do_nothing(index_elements=["source", "dedup_key"])
+            .returning(t.events.c.id)
+        )
+        stored += len(session.execute(stmt).all())
+    return stored
+
+
+def upsert_gpus(session: Session, *, gpus: Iterable[GpuInfo], now: float) -> None:
+    """Insert or refresh GPU identities."""
+    for g in gpus:
+        row = g.model_dump() | {"updated_ts": now}
+        stmt = _insert(session, t.gpus).values(**row)
+        session.execute(
+            stmt.on_conflict_do_update(
+                index_elements=["uuid"], set_={k: stmt.excluded[k] for k in row if k != "uuid"}
+            )
+        )
+
+
+def upsert_nodes(session: Session, *, nodes: Iterable[Node], now: float) -> None:
+    """Insert or refresh nodes as a scheduler reports them."""
+    for n in nodes:
+        row = n.model_dump(mode="json")
+        row["updated_ts"] = row["updated_ts"] or now
+        stmt = _insert(session, t.nodes).values(**row)
+        session.execute(
+            stmt.on_conflict_do_update(
+                index_elements=["name"], set_={k: stmt.excluded[k] for k in row if k != "name"}
+            )
+        )
+
+
+def _touch_node(session: Session, *, name: str, now: float) -> None:
+    stmt = _insert(session, t.nodes).values(
+        name=name, cluster="default", labels={}, taints=[], last_seen_ts=now
+    )
+    session.execute(stmt.on_conflict_do_update(index_elements=["name"], set_={"last_seen_ts": now}))
+
+
+def upsert_jobs(session: Session, *, jobs: Iterable[Job], now: float) -> None:
+    """Insert jobs or refresh them with the newest observation."""
+    for j in jobs:
+        row = j.model_dump(mode="json") | {"updated_ts": now}
+        stmt = _insert(session, t.jobs).values(**row)
+        keys = ["scheduler", "cluster", "job_id"]
+        session.execute(
+            stmt.on_conflict_do_update(
+                index_elements=keys, set_={k: stmt.excluded[k] for k in row if k not in keys}
+            )
+        )
+
+
+def upsert_allocations(session: Session, *, allocations: Iterable[Allocation]) -> None:
+    """Record that jobs hold GPUs; a repeat observation keeps the first start, takes a new end."""
+    for a in allocations:
+        row = a.model_dump(mode="json")
+        if row["gpu_index"] is None:
+            row["gpu_index"] = -1
+        stmt = _insert(session, t.allocations).values(**row)
+        excluded = stmt.excluded
+        session.execute(
+            stmt.on_conflict_do_update(
+                index_elements=["scheduler", "job_id", "node", "gpu_index"],
+                set_={
+                    "end_ts": excluded.end_ts,
+                    "gpu_uuid": func.coalesce(excluded.gpu_uuid, t.allocations.c.gpu_uuid),
+                    "start_ts": func.min(t.allocations.c.start_ts, excluded.start_ts)
+                    if session.get_bind().dialect.name == "sqlite"
+                    else func.least(t.allocations.c.start_ts, excluded.start_ts),
+                },
+            )
+        )
+
+
+def latest_gpu_samples(session: Session, *, node: str | None = None) -> list[dict[str, Any]]:
+    """Each known GPU with its newest sample (None fields where it has none)."""
+    newest = (
+        select(t.samples.c.gpu_uuid, func.max(t.samples.c.ts).label("ts"))
+        .group_by(t.samples.c.gpu_uuid)
+        .subquery()
+    )
+    sample_cols = [t.samples.c[f] for f in t.SAMPLE_FIELDS] + [t.samples.c.ts]
+    stmt = (
+        select(t.gpus, *sample_cols)
+        .select_from(t.gpus)
+        .outerjoin(newest, newest.c.gpu_uuid == t.gpus.c.uuid)
+        .outerjoin(
+            t.samples,
+            and_(t.samples.c.gpu_uuid == newest.c.gpu_uuid, t.samples.c.ts == newest.c.ts),
+        )
+        .order_by(t.gpus.c.node, t.gpus.c.index)
+    )
+    if node is not None:
+        stmt = stmt.where(t.gpus.c.node == node)
+    out: dict[str, dict[str, Any]] = {}
+    for row in session.execute(stmt).mappings():
+        out.setdefault(row["uuid"], dict(row))  # ties on ts: keep one row per GPU
+    return list(out.values())
+
+
+def events_in_window(
+    session: Session,
+    *,
+    since: float | None = None,
+    until: float | None = None,
+    node: str | None = None,
+    kind: str | None = None,
+    job_id: str | None = None,
+    after_id: int | None = None,
+    limit: int = 1000,
+) -> list[dict[str, Any]]:
+    """Events in [since, until), oldest first, optionally filtered."""
+    stmt = select(t.events).order_by(t.events.c.ts, t.events.c.id).limit(limit)
+    if since is not None:
+        stmt = stmt.where(t.events.c.ts >= since)
+    if until is not None:
+        stmt = stmt.where(t.events.c.ts < until)
+    if node is not None:
+        stmt = stmt.where(t.events.c.node == node)
+    if kind is not None:
+        stmt = stmt.where(t.events.c.kind == kind)
+    if job_id is not None:
+        stmt = stmt.where(t.events.c.job_id == job_id)
+    if after_id is not None:
+        stmt = stmt.where(t.events.c.id > after_id)
+    return [dict(r) for r in session.execute(stmt).mappings()]
+
+
+def jobs_holding_gpu(
+    session: Session,
+    *,
+    node: str,
+    at: float,
+    gpu_index: int | None = None,
+    gpu_uuid: str | None = None,
+) -> list[dict[str, Any]]:
+    """Jobs whose allocation covers this GPU (or the whole node) at time `at`."""
+    a = t.allocations
+    stmt = (
+        select(t.jobs, a.c.gpu_index, a.c.start_ts.label("alloc_start"))
+        .join(a, and_(a.c.job_id == t.jobs.c.job_id, a.c.scheduler == t.jobs.c.scheduler))
+        .where(a.c.node == node, a.c.start_ts <= at, or_(a.c.end_ts.is_(None), a.c.end_ts > at))
+    )
+    gpu_match = [a.c.gpu_index == -1]
+    if gpu_index is not None:
+        gpu_match.append(a.c.gpu_index == gpu_index)
+    if gpu_uuid is not None:
+        gpu_match.append(a.c.gpu_uuid == gpu_uuid)
+    if gpu_index is not None or gpu_uuid is not None:
+        stmt = stmt.where(or_(*gpu_match))
+    seen: dict[Any, dict[str, Any]] = {}
+    for row in session.execute(stmt).mappings():
+        seen.setdefault(row["id"], dict(row))
+    return list(seen.values())
+
+
+def current_allocations(session: Session, *, at: float) -> list[dict[str, Any]]:
+    """All allocations open at time `at`, with their job's user and account."""
+    a = t.allocations
+    stmt = (
+        select(a, t.jobs.c.user, t.jobs.c.account, t.jobs.c.name, t.jobs.c.state)
+        .join(t.jobs, and_(a.c.job_id == t.jobs.c.job_id, a.c.scheduler == t.jobs.c.scheduler))
+        .where(a.c.start_ts <= at, or_(a.c.end_ts.is_(None), a.c.end_ts > at))
+    )
+    return [dict(r) for r in session.execute(stmt).mappings()]
+
+
+def list_nodes(session: Session) -> list[dict[str, Any]]:
+    """All nodes, by name."""
+    return [dict(r) for r in session.execute(select(t.nodes).order_by(t.nodes.c.name)).mappings()]
+
+
+def list_jobs(
+    session: Session, *, state: str | None = None, limit: int = 500
+) -> list[dict[str, Any]]:
+    """Jobs, newest first."""
+    stmt = select(t.jobs).order_by(t.jobs.c.updated_ts.desc(), t.jobs.c.id.desc()).limit(limit)
+    if state is not None:
+        stmt = stmt.where(t.jobs.c.state == state)
+    return [dict(r) for r in session.execute(stmt).mappings()]
+
+
+def get_job(
+    session: Session, *, job_id: str, scheduler: str | None = None
+) -> dict[str, Any] | None:
+    """One job by id (any scheduler unless given)."""
+    stmt = select(t.jobs).where(t.jobs.c.job_id == job_id)
+    if scheduler is not None:
+        stmt = stmt.where(t.jobs.c.scheduler == scheduler)
+    row = session.execute(stmt.limit(1)).mappings().first()
+    return dict(row) if row else None
+
+
+def count_rows(session: Session, *, table: str) -> int:
+    """Row count of one timeline table (for tests, health and benchmarks)."""
+    tbl = t.metadata.tables[table]
+    return int(session.execute(select(func.count()).select_from(tbl)).scalar_one())

@@ -1,0 +1,228 @@
+"""SQLAlchemy Core tables of the timeline. Alembic migrations create them; nothing else does."""
+
+from __future__ import annotations
+
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    Boolean,
+    Column,
+    Float,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Table,
+    Text,
+    UniqueConstraint,
+)
+
+metadata = MetaData(
+    naming_convention={
+        "ix": "ix_%(table_name)s_%(column_0_N_name)s",
+        "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+        "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+        "pk": "pk_%(table_name)s",
+    }
+)
+
+# BIGINT ids autoincrement on PostgreSQL; SQLite only autoincrements INTEGER PRIMARY KEY.
+BigId = BigInteger().with_variant(Integer(), "sqlite")
+
+ingest_batches = Table(
+    "ingest_batches",
+    metadata,
+    Column("batch_id", String(64), primary_key=True),
+    Column("agent", String(255), nullable=False),
+    Column("node", String(255), nullable=False),
+    Column("received_ts", Float, nullable=False),
+    Column("samples", Integer, nullable=False, default=0),
+    Column("events", Integer, nullable=False, default=0),
+)
+
+nodes = Table(
+    "nodes",
+    metadata,
+    Column("name", String(255), primary_key=True),
+    Column("scheduler", String(16)),
+    Column("cluster", String(64), nullable=False, default="default"),
+    Column("state", String(64)),
+    Column("reason", String(1024)),
+    Column("reason_user", String(128)),
+    Column("reason_ts", Float),
+    Column("unschedulable", Boolean),
+    Column("gpu_count", Integer),
+    Column("gpu_allocatable", Integer),
+    Column("labels", JSON, nullable=False, default=dict),
+    Column("taints", JSON, nullable=False, default=list),
+    Column("updated_ts", Float),
+    Column("last_seen_ts", Float),  # last time any agent batch came from this node
+)
+
+gpus = Table(
+    "gpus",
+    metadata,
+    Column("uuid", String(96), primary_key=True),
+    Column("node", String(255), nullable=False, index=True),
+    Column("index", Integer),
+    Column("pci_bus_id", String(32)),
+    Column("name", String(128)),
+    Column("serial", String(64)),
+    Column("memory_total_mb", Float),
+    Column("mig_mode", Boolean),
+    Column("driver_version", String(32)),
+    Column("updated_ts", Float),
+)
+
+SAMPLE_FIELDS = (
+    "util_gpu",
+    "util_mem",
+    "mem_used_mb",
+    "mem_total_mb",
+    "power_w",
+    "temp_gpu",
+    "temp_mem",
+    "sm_clock_mhz",
+    "clock_event_reasons",
+    "ecc_sbe_volatile",
+    "ecc_dbe_volatile",
+    "ecc_sbe_aggregate",
+    "ecc_dbe_aggregate",
+    "remapped_correctable",
+    "remapped_uncorrectable",
+    "remap_pending",
+    "remap_failure",
+    "retired_pages_sbe",
+    "retired_pages_dbe",
+    "pcie_replay",
+    "nvlink_crc_errors",
+    "nvlink_replay_errors",
+    "nvlink_recovery_errors",
+    "energy_mj",
+    "extra",
+)
+
+samples = Table(
+    "samples",
+    metadata,
+    Column("id", BigId, primary_key=True, autoincrement=True),
+    Column("ts", Float, nullable=False),
+    Column("node", String(255), nullable=False),
+    Column("gpu_uuid", String(96), nullable=False),
+    Column("util_gpu", Float),
+    Column("util_mem", Float),
+    Column("mem_used_mb", Float),
+    Column("mem_total_mb", Float),
+    Column("power_w", Float),
+    Column("temp_gpu", Float),
+    Column("temp_mem", Float),
+    Column("sm_clock_mhz", Float),
+    Column("clock_event_reasons", BigInteger),
+    Column("ecc_sbe_volatile", BigInteger),
+    Column("ecc_dbe_volatile", BigInteger),
+    Column("ecc_sbe_aggregate", BigInteger),
+    Column("ecc_dbe_aggregate", BigInteger),
+    Column("remapped_correctable", Integer),
+    Column("remapped_uncorrectable", Integer),
+    Column("remap_pending", Boolean),
+    Column("remap_failure", Boolean),
+    Column("retired_pages_sbe", Integer),
+    Column("retired_pages_dbe", Integer),
+    Column("pcie_replay", BigInteger),
+    Column("nvlink_crc_errors", BigInteger),
+    Column("nvlink_replay_errors", BigInteger),
+    Column("nvlink_recovery_errors", BigInteger),
+    Column("energy_mj", Float),
+    Column("extra", JSON),
+    Index("ix_samples_gpu_ts", "gpu_uuid", "ts"),
+    Index("ix_samples_ts", "ts"),
+)
+
+events = Table(
+    "events",
+    metadata,
+    Column("id", BigId, primary_key=True, autoincrement=True),
+    Column("ts", Float, nullable=False),
+    Column("received_ts", Float, nullable=False),
+    Column("node", String(255)),
+    Column("source", String(32), nullable=False),
+    Column("kind", String(32), nullable=False),
+    Column("gpu_uuid", String(96)),
+    Column("pci_bus_id", String(32)),
+    Column("job_id", String(128)),
+    Column("code", Integer),
+    Column("severity", String(16), nullable=False),
+    Column("message", Text, nullable=False, default=""),
+    Column("raw", Text),
+    Column("payload", JSON, nullable=False, default=dict),
+    Column("count", Integer, nullable=False, default=1),
+    Column("dedup_key", String(255)),
+    Column("batch_id", String(64)),
+    UniqueConstraint("source", "dedup_key", name="uq_events_source_dedup_key"),
+    Index("ix_events_ts", "ts"),
+    Index("ix_events_node_ts", "node", "ts"),
+    Index("ix_events_kind_ts", "kind", "ts"),
+    Index("ix_events_received_ts", "received_ts"),
+)
+
+jobs = Table(
+    "jobs",
+    metadata,
+    Column("id", BigId, primary_key=True, autoincrement=True),
+    Column("scheduler", String(16), nullable=False),
+    Column("cluster", String(64), nullable=False, default="default"),
+    Column("job_id", String(128), nullable=False),
+    Column("name", String(255)),
+    Column("user", String(128)),
+    Column("account", String(128)),
+    Column("partition", String(128)),
+    Column("state", String(32), nullable=False),
+    Column("reason", String(255)),
+    Column("submit_ts", Float),
+    Column("start_ts", Float),
+    Column("end_ts", Float),
+    Column("exit_code", Integer),
+    Column("signal", Integer),
+    Column("nodes", JSON, nullable=False, default=list),
+    Column("gpus", Integer),
+    Column("checkpoint_dir", String(1024)),
+    Column("wandb_run", String(255)),
+    Column("requeue_of", String(128)),
+    Column("restart_count", Integer, nullable=False, default=0),
+    Column("payload", JSON, nullable=False, default=dict),
+    Column("updated_ts", Float, nullable=False),
+    UniqueConstraint("scheduler", "cluster", "job_id", name="uq_jobs_scheduler_cluster_job_id"),
+    Index("ix_jobs_state", "state"),
+    Index("ix_jobs_end_ts", "end_ts"),
+)
+
+allocations = Table(
+    "allocations",
+    metadata,
+    Column("id", BigId, primary_key=True, autoincrement=True),
+    Column("scheduler", String(16), nullable=False),
+    Column("job_id", String(128), nullable=False),
+    Column("node", String(255), nullable=False),
+    # -1 means "the whole node" so the unique key works on both backends (NULLs never collide).
+    Column("gpu_index", Integer, nullable=False, default=-1),
+    Column("gpu_uuid", String(96)),
+    Column("start_ts", Float, nullable=False),
+    Column("end_ts", Float),
+    UniqueConstraint(
+        "scheduler", "job_id", "node", "gpu_index", name="uq_allocations_job_node_gpu"
+    ),
+    Index("ix_allocations_node_span", "node", "start_ts", "end_ts"),
+    Index("ix_allocations_gpu_uuid", "gpu_uuid"),
+)
+
+__all__ = [
+    "SAMPLE_FIELDS",
+    "allocations",
+    "events",
+    "gpus",
+    "ingest_batches",
+    "jobs",
+    "metadata",
+    "nodes",
+    "samples",
+]
