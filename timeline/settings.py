@@ -53,6 +53,16 @@ class Settings(BaseSettings):
     page_refresh_s: int = 10
     idle_util_threshold: float = 5.0  # percent; allocated GPUs at or below this count as idle
 
+    # --- agent (node-side sources) ---
+
+    # --- slurm (cluster source in the server) ---
+
+    # --- kubernetes (cluster source in the server) ---
+
+    # --- wandb ---
+
+    # --- correlator ---
+
     _split = field_validator("agent_tokens", "api_tokens", mode="before")(_split_tokens)
 
     @classmethod

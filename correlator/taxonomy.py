@@ -1,0 +1,42 @@
+"""The failure taxonomy (design.md): categories, blame, and the verdict a rule gives."""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+
+
+class Category(enum.StrEnum):
+    """What kind of failure it was."""
+
+    GPU_HARDWARE = "gpu_hardware"
+    INTERCONNECT = "interconnect"
+    NODE = "node"
+    USER_CODE = "user_code"
+    OOM_HOST = "oom_host"
+    OOM_GPU = "oom_gpu"
+    SCHEDULER = "scheduler"
+    NCCL_TIMEOUT_UNKNOWN = "nccl_timeout_unknown"
+
+
+class Blame(enum.StrEnum):
+    """Who should act: cordon the node, fix the job, look at fabric/scheduler, or unknown."""
+
+    NODE = "node"
+    JOB = "job"
+    INFRA = "infra"
+    UNKNOWN = "unknown"
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What one piece of evidence means on its own."""
+
+    category: Category | None  # None: known to be noise or a consequence, or not understood
+    blame: Blame
+    action: str  # recommended action, e.g. "drain node and resubmit job"
+    confidence: float  # 0..1: how sure this evidence alone makes us
+    summary: str  # short meaning, e.g. "GPU has fallen off the bus"
+    root_cause: bool = True  # False for consequences (Xid 45, NCCL timeouts, ChildFailedError)
+    # Higher wins when several root causes compete for one failure (hardware > user code).
+    priority: int = 0
