@@ -22,6 +22,7 @@ from timeline.models import (
     Node,
     Sample,
 )
+from timeline.pci import normalize_pci_bus_id
 
 
 def _insert(session: Session, table: Table) -> Any:
@@ -35,7 +36,14 @@ def append_batch(
     session: Session, *, batch: Batch, received_ts: float | None = None, max_items: int = 0
 ) -> AppendResult:
     """Store a batch whole, once per batch_id; a replay stores nothing and says duplicate."""
-    size = sum(map(len, (batch.samples, batch.events, batch.gpus, batch.jobs, batch.nodes)))
+    size = (
+        len(batch.samples)
+        + len(batch.events)
+        + len(batch.gpus)
+        + len(batch.jobs)
+        + len(batch.nodes)
+        + len(batch.allocations)
+    )
     if max_items and size > max_items:
         raise BatchTooLarge(f"batch has {size} items; the limit is {max_items}")
     now = received_ts if received_ts is not None else time.time()
@@ -94,7 +102,9 @@ def append_events(
     rows = []
     for e in events:
         row = e.model_dump(mode="json")
-        row.update(batch_id=batch_id, received_ts=now)
+        row.update(
+            batch_id=batch_id, received_ts=now, pci_bus_id=normalize_pci_bus_id(row["pci_bus_id"])
+        )
         rows.append(row)
     keyed = [r for r in rows if r["dedup_key"] is not None]
     plain = [r for r in rows if r["dedup_key"] is None]
@@ -116,6 +126,7 @@ def upsert_gpus(session: Session, *, gpus: Iterable[GpuInfo], now: float) -> Non
     """Insert or refresh GPU identities."""
     for g in gpus:
         row = g.model_dump() | {"updated_ts": now}
+        row["pci_bus_id"] = normalize_pci_bus_id(row["pci_bus_id"])
         stmt = _insert(session, t.gpus).values(**row)
         session.execute(
             stmt.on_conflict_do_update(

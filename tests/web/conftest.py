@@ -1,0 +1,33 @@
+"""An app per test on the migrated database of each backend."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from fastapi.testclient import TestClient
+from sqlalchemy import Engine
+
+from timeline.settings import Settings
+from web.app import create_app
+
+AGENT_TOKEN = "agent-secret-token"
+
+
+@pytest.fixture()
+def settings(migrated_url: str, engine: Engine) -> Settings:
+    """Settings on the test database with one agent token."""
+    return Settings(database_url=migrated_url, agent_tokens=[AGENT_TOKEN], page_refresh_s=0)
+
+
+@pytest.fixture()
+def client(settings: Settings) -> Iterator[TestClient]:
+    """A client of a real app (lifespan run) on the test database."""
+    with TestClient(create_app(settings)) as c:
+        yield c
+
+
+@pytest.fixture()
+def auth() -> dict[str, str]:
+    """Headers of a known agent."""
+    return {"Authorization": f"Bearer {AGENT_TOKEN}"}

@@ -1,0 +1,189 @@
+"""POST /api/v1/ingest: tokens, validation, size limit, idempotent replay, all-or-nothing."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+from sqlalchemy import Engine, text
+from sqlalchemy.orm import Session
+
+from timeline import service
+
+
+def batch(batch_id: str = "b-000001", n_gpus: int = 4, message: str = "Xid 79") -> dict[str, Any]:
+    """A batch as an agent would send it."""
+    return {
+        "agent": "agent-n1",
+        "node": "n1",
+        "batch_id": batch_id,
+        "gpus": [{"uuid": f"GPU-{i}", "node": "n1", "index": i} for i in range(n_gpus)],
+        "samples": [
+            {"ts": 1000.0, "gpu_uuid": f"GPU-{i}", "util_gpu": 97.0} for i in range(n_gpus)
+        ],
+        "events": [
+            {
+                "ts": 1000.5,
+                "node": "n1",
+                "source": "kmsg",
+                "kind": "xid",
+                "code": 79,
+                "message": message,
+            }
+        ],
+    }
+
+
+def count(session: Session, table: str) -> int:
+    return service.count_rows(session, table=table)
+
+
+def test_ingest_stores_a_batch_and_reports_counts(
+    client: TestClient, auth: dict[str, str], session: Session
+) -> None:
+    r = client.post("/api/v1/ingest", json=batch(), headers=auth)
+    assert r.status_code == 200, r.text
+    assert (r.json()["samples"], r.json()["events"]) == (4, 1)
+    assert r.json()["duplicate"] is False
+    assert count(session, "samples") == 4 and count(session, "events") == 1
+
+
+def test_replayed_batch_is_acknowledged_and_stored_once(
+    client: TestClient, auth: dict[str, str], session: Session
+) -> None:
+    for _ in range(3):
+        r = client.post("/api/v1/ingest", json=batch(), headers=auth)
+        assert r.status_code == 200
+    assert r.json()["duplicate"] is True
+    assert count(session, "samples") == 4 and count(session, "ingest_batches") == 1
+
+
+@pytest.mark.parametrize(
+    ("headers", "status"),
+    [
+        ({}, 401),
+        ({"Authorization": "agent-secret-token"}, 401),  # no scheme
+        ({"Authorization": "Basic YWxhZGRpbjpvcGVu"}, 401),
+        ({"Authorization": "Bearer "}, 401),
+        ({"Authorization": "Bearer wrong-token"}, 403),
+    ],
+)
+def test_bad_tokens_are_refused_and_store_nothing(
+    client: TestClient, session: Session, headers: dict[str, str], status: int
+) -> None:
+    r = client.post("/api/v1/ingest", json=batch(), headers=headers)
+    assert r.status_code == status
+    assert "token" in r.json()["detail"].lower() or "authorization" in r.json()["detail"].lower()
+    assert count(session, "ingest_batches") == 0
+
+
+def test_invalid_batch_gets_422_naming_the_bad_field(
+    client: TestClient, auth: dict[str, str], session: Session
+) -> None:
+    bad = batch()
+    bad["samples"][2]["util_gpu"] = "very busy"
+    r = client.post("/api/v1/ingest", json=bad, headers=auth)
+    assert r.status_code == 422
+    fields = [e["field"] for e in r.json()["detail"]]
+    assert "samples.2.util_gpu" in fields
+    assert count(session, "samples") == 0 and count(session, "ingest_batches") == 0
+
+
+def test_truncated_json_gets_422(client: TestClient, auth: dict[str, str]) -> None:
+    body = json.dumps(batch())[:-40]
+    r = client.post(
+        "/api/v1/ingest", content=body, headers=auth | {"Content-Type": "application/json"}
+    )
+    assert r.status_code == 422
+    assert "json" in json.dumps(r.json()).lower()
+
+
+def test_oversized_body_gets_413_and_stores_nothing(
+    settings: Any, auth: dict[str, str], session: Session
+) -> None:
+    from web.app import create_app
+
+    settings.max_body_bytes = 2_000
+    with TestClient(create_app(settings)) as small:
+        r = small.post("/api/v1/ingest", json=batch(n_gpus=40), headers=auth)
+        assert r.status_code == 413
+
+        def chunks() -> Any:  # no Content-Length: the limit is enforced while streaming
+            payload = json.dumps(batch(n_gpus=40)).encode()
+            for i in range(0, len(payload), 500):
+                yield payload[i : i + 500]
+
+        r = small.post("/api/v1/ingest", content=chunks(), headers=auth)
+        assert r.status_code == 413
+    assert count(session, "ingest_batches") == 0
+
+
+def test_batch_over_item_limit_gets_413(
+    settings: Any, auth: dict[str, str], session: Session
+) -> None:
+    from web.app import create_app
+
+    settings.max_batch_items = 5
+    with TestClient(create_app(settings)) as small:
+        r = small.post("/api/v1/ingest", json=batch(n_gpus=4), headers=auth)
+    assert r.status_code == 413 and "limit" in r.json()["detail"]
+    assert count(session, "samples") == 0
+
+
+def _install_poison_trigger(engine: Engine) -> None:
+    """A real database error on one event row, after the samples went in."""
+    with engine.begin() as conn:
+        if engine.dialect.name == "sqlite":
+            conn.execute(
+                text(
+                    "CREATE TRIGGER poison BEFORE INSERT ON events WHEN NEW.message = 'poison' "
+                    "BEGIN SELECT RAISE(ABORT, 'poisoned event'); END"
+                )
+            )
+        else:
+            conn.execute(
+                text(
+                    "CREATE OR REPLACE FUNCTION poison() RETURNS trigger AS $$ BEGIN "
+                    "IF NEW.message = 'poison' THEN RAISE EXCEPTION 'poisoned event'; END IF; "
+                    "RETURN NEW; END $$ LANGUAGE plpgsql"
+                )
+            )
+            conn.execute(
+                text(
+                    "CREATE TRIGGER poison BEFORE INSERT ON events FOR EACH ROW "
+                    "EXECUTE FUNCTION poison()"
+                )
+            )
+
+
+def _drop_poison_trigger(engine: Engine) -> None:
+    with engine.begin() as conn:
+        conn.execute(
+            text(
+                "DROP TRIGGER IF EXISTS poison"
+                + ("" if engine.dialect.name == "sqlite" else " ON events")
+            )
+        )
+
+
+def test_batch_failing_in_the_database_leaves_nothing_and_can_be_retried(
+    settings: Any, engine: Engine, auth: dict[str, str], session: Session
+) -> None:
+    from web.app import create_app
+
+    _install_poison_trigger(engine)
+    try:
+        with TestClient(create_app(settings), raise_server_exceptions=False) as c:
+            r = c.post("/api/v1/ingest", json=batch(message="poison"), headers=auth)
+            assert r.status_code == 500
+            assert count(session, "samples") == 0
+            assert count(session, "ingest_batches") == 0  # the batch id was not burnt
+            assert count(session, "gpus") == 0
+    finally:
+        _drop_poison_trigger(engine)
+    with TestClient(create_app(settings)) as c:
+        r = c.post("/api/v1/ingest", json=batch(message="poison"), headers=auth)
+    assert r.status_code == 200 and r.json()["duplicate"] is False
+    assert count(session, "samples") == 4

@@ -1,0 +1,85 @@
+"""The FastAPI application: ingest, read API, pages, /metrics, health."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse, PlainTextResponse, Response
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from sqlalchemy import text
+
+from timeline import __version__, db
+from timeline.errors import BatchTooLarge, NotFound, TimelineError
+from timeline.settings import Settings
+from web.api import ingest, read
+from web.metrics import ServerMetrics
+from web.pages import fleet as fleet_page
+from web.runtime import ServerRuntime
+
+log = logging.getLogger(__name__)
+
+Configure = Callable[[ServerRuntime, Settings], None]
+
+
+def _error_handlers(app: FastAPI) -> None:
+    @app.exception_handler(BatchTooLarge)
+    async def too_large(_: Request, exc: BatchTooLarge) -> JSONResponse:
+        return JSONResponse(status_code=413, content={"detail": str(exc)})
+
+    @app.exception_handler(NotFound)
+    async def not_found(_: Request, exc: NotFound) -> JSONResponse:
+        return JSONResponse(status_code=404, content={"detail": str(exc)})
+
+    @app.exception_handler(TimelineError)
+    async def bad_request(_: Request, exc: TimelineError) -> JSONResponse:
+        return JSONResponse(status_code=400, content={"detail": str(exc)})
+
+
+def create_app(settings: Settings, *, configure: Configure | None = None) -> FastAPI:
+    """Build the app; `configure` adds periodic jobs (cluster sources, correlator)."""
+    engine = db.make_engine(settings.database_url)
+    factory = db.make_sessionmaker(engine)
+    runtime = ServerRuntime(factory)
+
+    @asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        if configure is not None:
+            configure(runtime, settings)
+        runtime.start()
+        log.info("fleetmedic %s serving with %s", __version__, settings.safe_database_url())
+        try:
+            yield
+        finally:
+            runtime.stop()
+            engine.dispose()
+
+    app = FastAPI(
+        title="fleetmedic",
+        version=__version__,
+        description="GPU fleet observability and self-healing",
+        lifespan=lifespan,
+    )
+    app.state.settings = settings
+    app.state.engine = engine
+    app.state.session_factory = factory
+    app.state.metrics = ServerMetrics()
+    app.state.runtime = runtime
+    _error_handlers(app)
+    app.include_router(ingest.router)
+    app.include_router(read.router)
+    app.include_router(fleet_page.router)
+
+    @app.get("/healthz", include_in_schema=False)
+    def healthz() -> PlainTextResponse:
+        with engine.connect() as conn:
+            conn.execute(text("select 1"))
+        return PlainTextResponse("ok")
+
+    @app.get("/metrics", include_in_schema=False)
+    def metrics() -> Response:
+        return Response(generate_latest(app.state.metrics.registry), media_type=CONTENT_TYPE_LATEST)
+
+    return app

@@ -1,0 +1,108 @@
+"""The fleet page: a grid of GPUs by node, colored by state, with a utilization heatmap."""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import plotly.graph_objects as go
+from fastapi import APIRouter, Depends, Request
+from fastapi.concurrency import run_in_threadpool
+from fastapi.responses import HTMLResponse, Response
+from fastapi.templating import Jinja2Templates
+
+from timeline import fleet, service
+from timeline.fleet import GpuState, NodeView
+from web.auth import require_reader
+
+router = APIRouter(include_in_schema=False)
+templates = Jinja2Templates(directory=str(Path(__file__).resolve().parent.parent / "templates"))
+templates.env.filters["clock"] = lambda ts: time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(ts))
+
+STATE_COLORS = {
+    GpuState.BUSY: "#2e7d32",
+    GpuState.IDLE_ALLOCATED: "#f9a825",
+    GpuState.FREE: "#90a4ae",
+    GpuState.FAILING: "#c62828",
+    GpuState.STALE: "#5d4037",
+}
+STATE_LABELS = {
+    GpuState.BUSY: "busy",
+    GpuState.IDLE_ALLOCATED: "allocated but idle",
+    GpuState.FREE: "free",
+    GpuState.FAILING: "failing",
+    GpuState.STALE: "no telemetry",
+}
+
+
+@lru_cache(maxsize=1)
+def _plotly_js() -> str:
+    from plotly.offline import get_plotlyjs
+
+    return get_plotlyjs()
+
+
+def utilization_heatmap(nodes: list[NodeView]) -> str:
+    """A Plotly heatmap of GPU utilization, node by GPU index, as an HTML fragment."""
+    width = max((len(n.gpus) for n in nodes), default=0)
+    z = [[g.util_gpu for g in n.gpus] + [None] * (width - len(n.gpus)) for n in nodes]
+    text = [[f"{g.state.value} {g.job_id or ''}" for g in n.gpus] for n in nodes]
+    fig = go.Figure(
+        go.Heatmap(
+            z=z,
+            x=[f"GPU {i}" for i in range(width)],
+            y=[n.name for n in nodes],
+            text=text,
+            zmin=0,
+            zmax=100,
+            colorscale="Viridis",
+            colorbar={"title": "util %"},
+            hovertemplate="%{y} %{x}<br>util %{z}%<br>%{text}<extra></extra>",
+        )
+    )
+    fig.update_layout(
+        height=max(240, 26 * len(nodes) + 80),
+        margin={"l": 110, "r": 20, "t": 10, "b": 40},
+        yaxis={"autorange": "reversed"},
+    )
+    return str(fig.to_html(include_plotlyjs=False, full_html=False, div_id="util-heatmap"))
+
+
+def _page_data(request: Request) -> dict[str, Any]:
+    settings = request.app.state.settings
+    now = time.time()
+    with request.app.state.session_factory() as session:
+        nodes = fleet.fleet_view(session, now=now, idle_threshold=settings.idle_util_threshold)
+        events = service.events_in_window(session, since=now - 3600, limit=10_000)[-25:]
+    counts = Counter(g.state for n in nodes for g in n.gpus)
+    return {
+        "nodes": nodes,
+        "counts": [(s, STATE_LABELS[s], STATE_COLORS[s], counts.get(s, 0)) for s in GpuState],
+        "total": sum(counts.values()),
+        "colors": STATE_COLORS,
+        "labels": STATE_LABELS,
+        "events": list(reversed(events)),
+        "heatmap": utilization_heatmap(nodes) if nodes else "",
+        "refresh_s": settings.page_refresh_s,
+        "now": now,
+    }
+
+
+@router.get("/", response_class=HTMLResponse, dependencies=[Depends(require_reader)])
+async def fleet_grid(request: Request) -> HTMLResponse:
+    """The fleet grid page."""
+    data = await run_in_threadpool(_page_data, request)
+    return templates.TemplateResponse(request, "fleet.html.jinja", data)
+
+
+@router.get("/static/plotly.min.js")
+async def plotly_js() -> Response:
+    """Plotly's bundle, served locally so the page works with no internet access."""
+    return Response(
+        _plotly_js(),
+        media_type="application/javascript",
+        headers={"Cache-Control": "public, max-age=86400"},
+    )

@@ -1,0 +1,94 @@
+"""Periodic work inside the server (cluster sources, correlator) on one APScheduler.
+
+With several replicas, only the leader will run these (deployment issue); today there is one.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from apscheduler.schedulers.background import BackgroundScheduler
+from sqlalchemy.orm import Session, sessionmaker
+
+from collector.base import Source
+from timeline import service
+from timeline.db import unit_of_work
+from timeline.models import Batch
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class ScheduledSource:
+    """A cluster-side source polled by the server, appended to the store as a batch."""
+
+    source: Source
+    interval_s: float
+
+
+def append_observations(
+    factory: sessionmaker[Session], *, source: Source, agent: str = "server"
+) -> int:
+    """Collect once from `source` and store the result as one batch; returns items stored."""
+    obs = source.collect()
+    if obs.is_empty():
+        return 0
+    batch = Batch(
+        agent=f"{agent}:{source.name}",
+        node=f"{agent}:{source.name}",
+        batch_id=uuid.uuid4().hex,
+        gpus=obs.gpus,
+        samples=obs.samples,
+        events=obs.events,
+        jobs=obs.jobs,
+        allocations=obs.allocations,
+        nodes=obs.nodes,
+    )
+    with unit_of_work(factory) as session:
+        service.append_batch(session, batch=batch)
+    return obs.size()
+
+
+class ServerRuntime:
+    """Owns the scheduler of the server's periodic jobs; every job is failure-isolated."""
+
+    def __init__(self, factory: sessionmaker[Session]) -> None:
+        self.factory = factory
+        self.scheduler = BackgroundScheduler(daemon=True)
+        self.jobs: dict[str, Callable[[], object]] = {}
+
+    def add(self, name: str, fn: Callable[[], object], interval_s: float) -> None:
+        """Run `fn` every `interval_s` seconds; one run at a time; errors logged, never fatal."""
+
+        def guarded() -> None:
+            try:
+                fn()
+            except Exception:
+                log.exception("periodic job %s failed; it runs again next interval", name)
+
+        self.jobs[name] = fn
+        self.scheduler.add_job(
+            guarded, "interval", seconds=interval_s, id=name, max_instances=1, coalesce=True
+        )
+
+    def add_source(self, scheduled: ScheduledSource) -> None:
+        """Poll a cluster source on its interval."""
+        src = scheduled.source
+        self.add(
+            f"source:{src.name}",
+            lambda: append_observations(self.factory, source=src),
+            scheduled.interval_s,
+        )
+
+    def start(self) -> None:
+        """Start the scheduler if it has jobs."""
+        if self.jobs:
+            self.scheduler.start()
+
+    def stop(self) -> None:
+        """Stop the scheduler, waiting for running jobs."""
+        if self.scheduler.running:
+            self.scheduler.shutdown(wait=True)
