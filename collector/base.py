@@ -38,11 +38,10 @@ class Observations:
 
     def size(self) -> int:
         """Number of items of every kind together."""
-        return sum(
-            map(
-                len, (self.gpus, self.samples, self.events, self.jobs, self.allocations, self.nodes)
-            )
-        )
+        parts: tuple[list[object], ...] = (
+            self.gpus, self.samples, self.events, self.jobs, self.allocations, self.nodes,
+        )  # fmt: skip
+        return sum(len(p) for p in parts)
 
 
 class Source(Protocol):
