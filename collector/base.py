@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sized
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -38,7 +38,7 @@ class Observations:
 
     def size(self) -> int:
         """Number of items of every kind together."""
-        parts: tuple[list[object], ...] = (
+        parts: tuple[Sized, ...] = (
             self.gpus, self.samples, self.events, self.jobs, self.allocations, self.nodes,
         )  # fmt: skip
         return sum(len(p) for p in parts)
