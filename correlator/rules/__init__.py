@@ -1,0 +1,241 @@
+"""Rules as data: what one event means on its own (Xid catalog, log patterns, kind defaults).
+
+The engine (attribution, incidents) combines these single-event verdicts across events; the
+only cross-event helper here is the repeated user-fault check for Xid 13/31/43.
+"""
+
+from __future__ import annotations
+
+from correlator.rules.patterns import PATTERNS, PatternRule
+from correlator.rules.xid import (
+    CATALOG_SOURCE,
+    USER_FAULT_XIDS,
+    XID_CATALOG,
+    XidInfo,
+    repeated_user_fault,
+    repeated_user_fault_verdict,
+    xid_info,
+    xid_verdict,
+)
+from correlator.taxonomy import Blame, Category, Verdict
+from timeline.models import Event, EventKind
+
+__all__ = [
+    "CATALOG_SOURCE",
+    "PATTERNS",
+    "USER_FAULT_XIDS",
+    "XID_CATALOG",
+    "PatternRule",
+    "XidInfo",
+    "classify_event",
+    "classify_text",
+    "repeated_user_fault",
+    "repeated_user_fault_verdict",
+    "xid_info",
+    "xid_verdict",
+]
+
+
+def _v(
+    category: Category | None,
+    blame: Blame,
+    action: str,
+    confidence: float,
+    summary: str,
+    root_cause: bool = True,
+    priority: int = 0,
+) -> Verdict:
+    return Verdict(category, blame, action, confidence, summary, root_cause, priority)
+
+
+_DRAIN = "drain the node, reset the GPU and resubmit the job"
+
+# When no pattern matches an event's text, its kind alone still says something.
+KIND_DEFAULTS: dict[EventKind, Verdict] = {
+    EventKind.GPU_LOST: _v(
+        Category.GPU_HARDWARE,
+        Blame.NODE,
+        _DRAIN + "; reboot if reset fails",
+        0.9,
+        "the driver lost the GPU",
+        priority=95,
+    ),
+    EventKind.SXID: _v(
+        Category.INTERCONNECT,
+        Blame.NODE,
+        "drain the node and reset the NVSwitch fabric",
+        0.7,
+        "NVSwitch error (SXid)",
+        priority=75,
+    ),
+    EventKind.NVLINK: _v(
+        Category.INTERCONNECT,
+        Blame.NODE,
+        "drain the node and check its NVLinks",
+        0.6,
+        "NVLink errors",
+        priority=60,
+    ),
+    EventKind.GSP: _v(
+        Category.GPU_HARDWARE, Blame.NODE, _DRAIN, 0.8, "GPU firmware (GSP) error", priority=80
+    ),
+    EventKind.PCIE_AER: _v(
+        Category.GPU_HARDWARE,
+        Blame.UNKNOWN,
+        "watch the GPU's PCIe link",
+        0.4,
+        "PCIe error on the GPU's link",
+        priority=30,
+    ),
+    EventKind.THERMAL: _v(
+        Category.GPU_HARDWARE,
+        Blame.NODE,
+        "check the node's cooling",
+        0.5,
+        "GPU thermal or power event",
+        priority=30,
+    ),
+    EventKind.NCCL_TIMEOUT: _v(
+        Category.NCCL_TIMEOUT_UNKNOWN,
+        Blame.UNKNOWN,
+        "find the rank that stopped first; resubmit from checkpoint",
+        0.5,
+        "a NCCL collective timed out (symptom; root cause not shown)",
+        root_cause=False,
+        priority=10,
+    ),
+    EventKind.NCCL_ERROR: _v(
+        Category.INTERCONNECT,
+        Blame.UNKNOWN,
+        "rerun with NCCL_DEBUG=INFO to see the failing call",
+        0.3,
+        "NCCL reported an error",
+        root_cause=False,
+        priority=15,
+    ),
+    EventKind.CUDA_ERROR: _v(
+        Category.USER_CODE,
+        Blame.JOB,
+        "fix the program and resubmit",
+        0.4,
+        "the program hit a CUDA error",
+        priority=30,
+    ),
+    EventKind.CUDA_OOM: _v(
+        Category.OOM_GPU,
+        Blame.JOB,
+        "reduce memory per GPU and resubmit",
+        0.85,
+        "the job ran out of GPU memory",
+        priority=55,
+    ),
+    EventKind.HOST_OOM: _v(
+        Category.OOM_HOST,
+        Blame.JOB,
+        "request more host memory and resubmit",
+        0.8,
+        "the job ran out of host memory",
+        priority=60,
+    ),
+    EventKind.CHILD_FAILED: _v(
+        None,
+        Blame.UNKNOWN,
+        "read the failing rank's own log",
+        0.2,
+        "a worker process of the distributed job failed",
+        root_cause=False,
+        priority=5,
+    ),
+    EventKind.PROGRESS_STALLED: _v(
+        Category.NCCL_TIMEOUT_UNKNOWN,
+        Blame.UNKNOWN,
+        "check whether the job is hung",
+        0.3,
+        "the job stopped logging training steps",
+        root_cause=False,
+        priority=8,
+    ),
+}
+
+
+def _text(event: Event) -> str:
+    parts = [event.raw or "", event.message or ""]
+    for key in ("reason", "state", "text"):
+        value = event.payload.get(key)
+        if isinstance(value, str):
+            parts.append(value)
+    return "\n".join(p for p in parts if p)
+
+
+def _ecc_or_remap(event: Event) -> Verdict | None:
+    payload = event.payload
+    if event.kind is EventKind.ROW_REMAP:
+        if payload.get("failure") or payload.get("remap_failure"):
+            return _v(
+                Category.GPU_HARDWARE,
+                Blame.NODE,
+                "drain the node; a failed row remap means RMA",
+                0.9,
+                "GPU memory row remapping failed",
+                priority=88,
+            )
+        return _v(
+            Category.GPU_HARDWARE,
+            Blame.NODE,
+            "reset the GPU when idle (drain first) to activate the pending row remap",
+            0.6,
+            "a GPU memory row remap is pending",
+            priority=40,
+        )
+    if event.kind is EventKind.ECC:
+        if payload.get("dbe") or "dbe" in str(payload.get("type", "")).lower():
+            return _v(
+                Category.GPU_HARDWARE,
+                Blame.NODE,
+                _DRAIN,
+                0.85,
+                "uncorrectable (double-bit) ECC errors",
+                priority=88,
+            )
+        return _v(
+            Category.GPU_HARDWARE,
+            Blame.UNKNOWN,
+            "watch the GPU's ECC counters",
+            0.3,
+            "correctable ECC errors",
+            priority=20,
+        )
+    return None
+
+
+def classify_text(text: str, kind: EventKind | None = None) -> Verdict | None:
+    """The verdict of the first pattern rule matching `text` (restricted by kind), or None."""
+    for rule in PATTERNS:
+        if rule.kinds is not None and (kind is None or kind not in rule.kinds):
+            continue
+        if rule.regex.search(text):
+            return rule.verdict()
+    return None
+
+
+def classify_event(event: Event) -> Verdict | None:
+    """What ONE event means alone; None when it says nothing about a failure."""
+    text = _text(event)
+    if event.kind is EventKind.XID:
+        if event.code is None:
+            return _v(
+                None,
+                Blame.UNKNOWN,
+                "inspect the raw line",
+                0.0,
+                f"Xid without a code; raw: {text[:300]}",
+                priority=10,
+            )
+        return xid_verdict(event.code, text)
+    verdict = classify_text(text, event.kind)
+    if verdict is not None:
+        return verdict
+    structured = _ecc_or_remap(event)
+    if structured is not None:
+        return structured
+    return KIND_DEFAULTS.get(event.kind)
