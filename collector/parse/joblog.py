@@ -1,0 +1,233 @@
+"""Job log parsing: one line (`parse_job_line`) or a whole text (`parse_job_text`).
+
+`JobLogParser` keeps the little state that multi-line output needs: ChildFailedError blocks,
+NCCL's "Last error:" follow-on line, and flood collapsing (every rank prints the same error).
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime
+from typing import Any
+
+from collector.parse.common import MAX_LINE, MAX_MESSAGE, MAX_RAW, FloodCollapser, cap, join_raw
+from collector.parse.joblog_cuda import cuda_error, cuda_oom
+from collector.parse.joblog_launch import failure_entry, launch
+from collector.parse.joblog_rules import JobMatch, RuleFn, nccl_error, nccl_timeout
+from timeline.models import Event, EventKind, Severity
+
+RULES: list[RuleFn] = [nccl_timeout, nccl_error, cuda_oom, cuda_error, launch]
+_PREFIX = re.compile(r"^(?:\s*(?P<task>\d+): |\[(?:rank|default)(?P<rank>\d+)\]:\s?)+")
+_LEADING_TS = re.compile(
+    r"^\[?(?P<ts>\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?)"
+)
+_WORTH_A_LOOK = re.compile(
+    r"NCCL|nccl|CUDA|cuda|CUBLAS|CUDNN|Assertion|ChildFailedError|exitcode|oom|Out Of Memory|"
+    r"CANCELLED|srun: error|Watchdog|watchdog|Heartbeat"
+)
+_BLOCK_MAX_LINES = 200
+
+
+def _strip_prefix(line: str) -> tuple[str, dict[str, Any]]:
+    m = _PREFIX.match(line)
+    if not m:
+        return line, {}
+    extra: dict[str, Any] = {}
+    if m["rank"] is not None:
+        extra["log_rank"] = int(m["rank"])
+    if m["task"] is not None:
+        extra["srun_task"] = int(m["task"])
+    return line[m.end() :], extra
+
+
+def _leading_ts(line: str) -> float | None:
+    m = _LEADING_TS.match(line)
+    if not m:
+        return None
+    text = m["ts"].replace(",", ".").replace(" ", "T", 1).replace("Z", "+00:00")
+    try:
+        dt = datetime.fromisoformat(text)
+    except ValueError:
+        return None
+    return (dt if dt.tzinfo else dt.replace(tzinfo=UTC)).timestamp()
+
+
+def classify_job_line(text: str) -> JobMatch | None:
+    """Recognize one job log line (launcher prefixes already stripped); None if it is noise."""
+    if not _WORTH_A_LOOK.search(text):
+        return None
+    for rule in RULES:
+        if (m := rule(text)) is not None:
+            return m
+    return None
+
+
+def _event(
+    m: JobMatch,
+    raw: str,
+    extra: dict[str, Any],
+    *,
+    node: str | None,
+    job_id: str | None,
+    ts: float | None,
+    source: str,
+) -> Event:
+    payload = {**extra, **m.payload}
+    if "rank" not in payload and "log_rank" in extra:
+        payload["rank"] = extra["log_rank"]
+    when = ts if ts is not None else _leading_ts(raw)
+    if when is None:
+        when, payload["ts_unknown"] = 0.0, True
+    return Event(
+        ts=when,
+        node=node or m.node,
+        source=source,
+        kind=m.kind,
+        job_id=job_id or m.job_id,
+        code=m.code,
+        severity=m.severity,
+        message=cap(m.message, MAX_MESSAGE),
+        raw=cap(raw.rstrip("\r\n"), MAX_RAW),
+        payload=payload,
+    )
+
+
+def parse_job_line(
+    line: str,
+    *,
+    node: str | None = None,
+    job_id: str | None = None,
+    ts: float | None = None,
+    source: str = "joblog",
+) -> Event | None:
+    """One line of a job's stdout/stderr -> Event, or None when it says nothing we track."""
+    text, extra = _strip_prefix(line[:MAX_LINE].rstrip("\r\n"))
+    m = classify_job_line(text)
+    if m is None:
+        return None
+    return _event(m, line[:MAX_LINE], extra, node=node, job_id=job_id, ts=ts, source=source)
+
+
+class JobLogParser:
+    """Feeds job log lines one at a time; returns Events as blocks and flood windows close."""
+
+    def __init__(
+        self,
+        *,
+        node: str | None = None,
+        job_id: str | None = None,
+        source: str = "joblog",
+        flood_window_s: float = 300.0,
+        max_flood_keys: int = 4096,
+    ) -> None:
+        self.node, self.job_id, self.source = node, job_id, source
+        self._flood = FloodCollapser(window_s=flood_window_s, max_keys=max_flood_keys)
+        self._block: dict[str, Any] | None = None  # an open ChildFailedError block
+        self._last_nccl: Event | None = None
+        self._want_last_error = False
+
+    def feed(self, line: str, *, ts: float | None = None) -> list[Event]:
+        """Parse one line; `ts` is when it was read (lines rarely carry their own time)."""
+        line = line[:MAX_LINE].rstrip("\r\n")
+        text, extra = _strip_prefix(line)
+        out: list[Event] = []
+        if self._block is not None and self._block_takes(text, line):
+            return out
+        if self._block is not None:
+            out += self._close_block()
+        if self._want_last_error and text.strip():
+            self._want_last_error = False
+            if self._last_nccl is not None and self._last_nccl in self._flood.held_events():
+                self._last_nccl.raw = join_raw(self._last_nccl.raw, line)
+                self._last_nccl.payload["last_error"] = text.strip()
+                return out
+        if text.strip() == "Last error:":
+            self._want_last_error = True
+            return out
+        m = classify_job_line(text)
+        if m is None:
+            return out
+        ev = _event(m, line, extra, node=self.node, job_id=self.job_id, ts=ts, source=self.source)
+        if m.kind is EventKind.CHILD_FAILED and m.message == "ChildFailedError":
+            self._block = {"event": ev, "lines": [line], "entries": [], "section": None, "rules": 0}
+            return out
+        if m.kind is EventKind.NCCL_ERROR:
+            self._last_nccl = ev
+        out += self._flood.add(ev)
+        return out
+
+    def tick(self, now: float) -> list[Event]:
+        """Release flood-held events whose window closed by `now` (streaming use)."""
+        return self._flood.release_older_than(now - self._flood.window_s)
+
+    def flush(self) -> list[Event]:
+        """Release everything still held (end of text, file closed, shutdown)."""
+        out = self._close_block() if self._block is not None else []
+        return out + self._flood.flush()
+
+    def _block_takes(self, text: str, line: str) -> bool:
+        b = self._block
+        assert b is not None
+        s = text.strip()
+        if len(b["lines"]) >= _BLOCK_MAX_LINES:
+            return False
+        if re.fullmatch(r"=+", s) and len(s) > 10:
+            b["rules"] += 1
+            b["lines"].append(line)
+            return True
+        if b["rules"] == 0 and s and not s.startswith(("Traceback", "File", "torch.")):
+            return False
+        if b["rules"] >= 2:
+            return False
+        b["lines"].append(line)
+        if m := re.fullmatch(r"(\S+) FAILED", s):
+            b["script"] = m.group(1)
+        elif s.startswith("Failures:"):
+            b["section"] = "failures"
+        elif s.startswith("Root Cause"):
+            b["section"] = "root_cause"
+        elif re.fullmatch(r"\[\d+\]:", s):
+            b["entries"].append((b["section"], []))
+        elif b["entries"]:
+            b["entries"][-1][1].append(s)
+        return True
+
+    def _close_block(self) -> list[Event]:
+        b, self._block = self._block, None
+        if b is None:
+            return []
+        ev: Event = b["event"]
+        failures = [failure_entry(lines) for sec, lines in b["entries"] if sec == "failures"]
+        roots = [failure_entry(lines) for sec, lines in b["entries"] if sec == "root_cause"]
+        root = roots[0] if roots else (failures[0] if failures else {})
+        ev.payload.update({k: v for k, v in root.items() if k != "traceback"})
+        ev.payload.update(script=b.get("script"), root_cause=root or None, failures=failures)
+        ev.code = root.get("exit_code")
+        ev.raw = cap("\n".join(b["lines"]), MAX_RAW)
+        where = f" on {root['host']}" if root.get("host") else ""
+        rank = f" rank {root['rank']}" if "rank" in root else ""
+        ev.message = cap(
+            f"{b.get('script') or 'worker'} FAILED:{rank}{where} exitcode {root.get('exit_code')}",
+            MAX_MESSAGE,
+        )
+        ev.severity = Severity.ERROR
+        return self._flood.add(ev)
+
+
+def parse_job_text(
+    text: str,
+    *,
+    node: str | None = None,
+    job_id: str | None = None,
+    ts: float | None = None,
+    source: str = "joblog",
+    flood_window_s: float = 300.0,
+) -> list[Event]:
+    """A whole job log -> Events in order, ChildFailedError blocks joined, floods collapsed."""
+    parser = JobLogParser(node=node, job_id=job_id, source=source, flood_window_s=flood_window_s)
+    out: list[Event] = []
+    for line in text.splitlines():
+        out += parser.feed(line, ts=ts)
+    out += parser.flush()
+    out.sort(key=lambda e: e.ts)
+    return out

@@ -1,0 +1,285 @@
+"""Kernel log parsing: one line (`parse_kernel_line`) or a whole text (`parse_kernel_text`).
+
+The stateful `KernelLogParser` adds what one line cannot show: multi-line messages (the
+"fallen off the bus" block with no Xid, AER detail lines, SXid data lines, an OOM-killer
+episode), the GPU UUID the driver printed for a PCI id, and flood collapsing.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from collector.parse.common import MAX_MESSAGE, MAX_RAW, FloodCollapser, cap, join_raw
+from collector.parse.common import normalize_pci_bus_id as _norm
+from collector.parse.kernel_host import aer, oom
+from collector.parse.kernel_prefix import KernelLine, split_kernel_line
+from collector.parse.kernel_rules import RECOGNIZERS, Match
+from timeline.models import Event, EventKind
+
+GpuMap = Mapping[str, tuple[str, int]]  # canonical PCI id -> (GPU UUID, index), as NVML reported
+
+_WORTH_A_LOOK = re.compile(
+    r"NVRM|SXid|nvlink|AER|PCIe Bus Error|error status/mask|oom|Out of memory|Memory cgroup|"
+    r"Task in |\]\s\w",
+    re.I,
+)
+_GPU_AT = re.compile(r"NVRM: GPU at (?:PCI:)?(?P<pci>[0-9a-fA-F:.]+): (?P<uuid>GPU-[0-9a-fA-F-]+)")
+_SERIAL = re.compile(r"NVRM: GPU Board Serial Number: (?P<serial>\S+)")
+_THE_GPU = re.compile(r"NVRM: The NVIDIA GPU [0-9a-fA-F:.]+(?: \(PCI ID: [0-9a-fA-F:]+\))?\s*$")
+_GROUP_MAX_LINES = 1000  # an OOM episode's memory dump is long; stop waiting after this
+
+
+def classify_kernel_message(message: str) -> Match | None:
+    """Recognize one kernel message (no time prefix); None for lines that matter to no one."""
+    if not _WORTH_A_LOOK.search(message):
+        return None
+    for rec in (*RECOGNIZERS, aer, oom):
+        if (m := rec(message)) is not None:
+            return m
+    return None
+
+
+def _event(
+    kl: KernelLine, m: Match, raw: str, *, node: str | None, ts: float | None, source: str
+) -> Event:
+    payload: dict[str, Any] = dict(m.payload)
+    if m.pci_raw:
+        payload["pci_raw"] = m.pci_raw
+    for key, value in (("uptime_s", kl.uptime_s), ("seq", kl.seq), ("syslog_level", kl.level)):
+        if value is not None:
+            payload[key] = value
+    when = kl.ts if kl.ts is not None else ts
+    if when is None:
+        # No absolute time in the line and none given: keep order by uptime, and say so.
+        when = kl.uptime_s or 0.0
+        payload["ts_is_uptime"] = True
+    return Event(
+        ts=when,
+        node=node or kl.host,
+        source=source,
+        kind=m.kind,
+        pci_bus_id=m.pci_bus_id,
+        job_id=payload.get("job_id"),
+        code=m.code,
+        severity=m.severity,
+        message=cap(m.message, MAX_MESSAGE),
+        raw=cap(raw.rstrip("\r\n"), MAX_RAW),
+        payload=payload,
+    )
+
+
+def parse_kernel_line(
+    line: str,
+    *,
+    node: str | None = None,
+    boot_ts: float | None = None,
+    ts: float | None = None,
+    year: int | None = None,
+    source: str = "kmsg",
+) -> Event | None:
+    """One kernel log line (dmesg, /dev/kmsg, journalctl, syslog) -> Event, or None.
+
+    `boot_ts` turns uptime stamps into epoch time; `ts` is used when the line has no time.
+    """
+    kl = split_kernel_line(line, boot_ts=boot_ts, year=year)
+    m = classify_kernel_message(kl.message)
+    if m is None:
+        return None
+    return _event(kl, m, line, node=node, ts=ts, source=source)
+
+
+class KernelLogParser:
+    """Feeds lines one at a time; returns Events as multi-line groups and flood windows close."""
+
+    def __init__(
+        self,
+        *,
+        node: str | None = None,
+        boot_ts: float | None = None,
+        year: int | None = None,
+        source: str = "kmsg",
+        flood_window_s: float = 300.0,
+        max_flood_keys: int = 4096,
+        gpu_map: GpuMap | Callable[[], GpuMap] | None = None,
+    ) -> None:
+        self.node, self.boot_ts, self.year, self.source = node, boot_ts, year, source
+        self._flood = FloodCollapser(window_s=flood_window_s, max_keys=max_flood_keys)
+        self._gpu_map = gpu_map
+        self.uuid_by_pci: dict[str, str] = {}  # learned from "NVRM: GPU at PCI:...: GPU-..." lines
+        self._serial_pci: str | None = None
+        self._group: Event | None = None  # open multi-line group (AER, SXid, OOM)
+        self._group_lines = 0
+        self._head: list[tuple[KernelLine, str]] = []  # "NVRM: The NVIDIA GPU ..." block so far
+
+    def feed(self, line: str, *, ts: float | None = None, seq: int | None = None) -> list[Event]:
+        """Parse one line; `ts`/`seq` override what the line states (kmsg reader knows better)."""
+        kl = split_kernel_line(line, boot_ts=self.boot_ts, year=self.year)
+        if ts is not None or seq is not None:
+            kl = KernelLine(
+                kl.message,
+                ts if ts is not None else kl.ts,
+                kl.uptime_s,
+                kl.host,
+                seq if seq is not None else kl.seq,
+                kl.level,
+                kl.continuation,
+            )
+        out: list[Event] = []
+        if self._head:
+            done = self._feed_head(kl, line, out)
+            if done:
+                return out
+        if _THE_GPU.search(kl.message):
+            self._head = [(kl, line)]
+            return out
+        self._learn_identity(kl.message)
+        m = classify_kernel_message(kl.message)
+        if m is None:
+            self._group_lines += 1
+            if self._group is not None and self._group_lines > _GROUP_MAX_LINES:
+                out += self._close_group()
+            return out
+        out += self._place(_event(kl, m, line, node=self.node, ts=ts, source=self.source))
+        return out
+
+    def tick(self, now: float, *, group_grace_s: float = 2.0) -> list[Event]:
+        """Release what waited long enough by `now` (streaming use); floods wait a window."""
+        out: list[Event] = []
+        if self._group is not None and self._group.ts < now - group_grace_s:
+            out += self._close_group()
+        out += [self._finish(e) for e in self._flood.release_older_than(now - self._flood.window_s)]
+        return out
+
+    def flush(self) -> list[Event]:
+        """Release everything still held (end of text, or shutdown)."""
+        out: list[Event] = []
+        if self._head:
+            self._head = []
+        out += self._close_group()
+        out += [self._finish(e) for e in self._flood.flush()]
+        return out
+
+    def held_min_seq(self) -> int | None:
+        """Smallest kmsg sequence number among events not yet released (for safe checkpoints)."""
+        held = self._flood.held_events() + ([self._group] if self._group else [])
+        seqs = [e.payload["seq"] for e in held if isinstance(e.payload.get("seq"), int)]
+        heads = [kl.seq for kl, _ in self._head if kl.seq is not None]
+        return min(seqs + heads, default=None)
+
+    # --- internals --------------------------------------------------------------------------
+
+    def _feed_head(self, kl: KernelLine, line: str, out: list[Event]) -> bool:
+        first = self._head[0][0]
+        follows = kl.continuation or (
+            kl.message.startswith("NVRM:")
+            and (kl.uptime_s is None or kl.uptime_s == first.uptime_s)
+        )
+        if not follows:
+            self._head = []
+            return False
+        self._head.append((kl, line))
+        joined = " ".join(k.message for k, _ in self._head)
+        m = classify_kernel_message(joined)
+        if m is not None and m.kind is EventKind.GPU_LOST:
+            raw = "\n".join(r.rstrip("\r\n") for _, r in self._head)
+            out += self._place(
+                _event(first, m, raw, node=self.node, ts=first.ts, source=self.source)
+            )
+            self._head = []
+        elif len(self._head) >= 4:
+            self._head = []
+        return True
+
+    def _learn_identity(self, message: str) -> None:
+        if m := _GPU_AT.search(message):
+            pci = _norm(m["pci"])
+            if pci:
+                self.uuid_by_pci[pci] = m["uuid"]
+                self._serial_pci = pci
+
+    def _place(self, ev: Event) -> list[Event]:
+        out: list[Event] = []
+        if self._group is not None and self._joins_group(ev):
+            self._merge(ev)
+            if ev.payload.get("stage") == "reaped":
+                out += self._close_group()
+            return out
+        out += self._close_group()
+        if ev.kind in (
+            EventKind.PCIE_AER,
+            EventKind.SXID,
+            EventKind.HOST_OOM,
+        ) and not ev.payload.get("detail"):
+            self._group, self._group_lines = ev, 0
+            return out
+        out += [self._finish(e) for e in self._flood.add(ev)]
+        return out
+
+    def _joins_group(self, ev: Event) -> bool:
+        g = self._group
+        assert g is not None
+        if ev.kind is not g.kind:
+            return False
+        if ev.kind is EventKind.PCIE_AER:
+            return bool(ev.payload.get("detail")) and ev.payload.get("reporter") in (
+                g.payload.get("reporter"),
+                g.payload.get("source"),
+            )
+        if ev.kind is EventKind.SXID:
+            return bool(ev.payload.get("detail")) and (ev.code, ev.pci_bus_id) == (
+                g.code,
+                g.pci_bus_id,
+            )
+        return ev.payload.get("stage") != "invoked"  # HOST_OOM: one episode until the next
+
+    def _merge(self, ev: Event) -> None:
+        g = self._group
+        assert g is not None
+        g.raw = join_raw(g.raw, ev.raw or "")
+        if ev.kind is EventKind.HOST_OOM:
+            stages = g.payload.setdefault("stages", [g.payload.get("stage")])
+            stages.append(ev.payload.get("stage"))
+            for k, v in ev.payload.items():
+                if k not in ("stage", "text", "seq", "uptime_s", "syslog_level"):
+                    g.payload.setdefault(k, v)
+            if ev.payload.get("stage") == "killed":
+                g.message = ev.message
+            g.job_id = g.job_id or ev.job_id
+        else:
+            g.payload.setdefault("details", []).append(ev.payload.get("text"))
+
+    def _close_group(self) -> list[Event]:
+        g, self._group = self._group, None
+        return [] if g is None else [self._finish(e) for e in self._flood.add(g)]
+
+    def _finish(self, ev: Event) -> Event:
+        if ev.pci_bus_id and not ev.gpu_uuid:
+            gmap = self._gpu_map() if callable(self._gpu_map) else self._gpu_map
+            if gmap and ev.pci_bus_id in gmap:
+                ev.gpu_uuid, ev.payload["gpu_index"] = gmap[ev.pci_bus_id]
+            elif ev.pci_bus_id in self.uuid_by_pci:
+                ev.gpu_uuid = self.uuid_by_pci[ev.pci_bus_id]
+        return ev
+
+
+def parse_kernel_text(
+    text: str,
+    *,
+    node: str | None = None,
+    boot_ts: float | None = None,
+    year: int | None = None,
+    source: str = "kmsg",
+    flood_window_s: float = 300.0,
+) -> list[Event]:
+    """A whole kernel log -> Events in time order, multi-line forms joined, floods collapsed."""
+    parser = KernelLogParser(
+        node=node, boot_ts=boot_ts, year=year, source=source, flood_window_s=flood_window_s
+    )
+    out: list[Event] = []
+    for line in text.splitlines():
+        out += parser.feed(line)
+    out += parser.flush()
+    out.sort(key=lambda e: e.ts)
+    return out

@@ -1,0 +1,153 @@
+"""Kernel log parsing on real recorded lines: Xid, SXid, GPU lost, GSP/RmInitAdapter, AER, OOM."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from collector.parse.kernel import KernelLogParser, parse_kernel_line, parse_kernel_text
+from timeline.models import EventKind, Severity
+
+FIX = Path(__file__).parent.parent / "fixtures" / "kernel"
+
+
+def _read(name: str) -> str:
+    return (FIX / name).read_text()
+
+
+def test_real_h100_xid31_and_xid43_parse_with_pci_pid_name_channel_and_uuid() -> None:
+    events = parse_kernel_text(_read("h100_xid31_xid43.dmesg"), node="h100-1", boot_ts=1_000.0)
+    assert [(e.kind, e.code) for e in events] == [(EventKind.XID, 31), (EventKind.XID, 43)]
+    x31 = events[0]
+    assert x31.pci_bus_id == "0000:00:06.0"
+    assert x31.payload["pci_raw"] == "0000:00:06"
+    assert x31.payload["pid"] == 404
+    assert x31.payload["process_name"] == "python3"
+    assert x31.payload["channel"] == "0x0000000a"
+    assert x31.payload["text"].startswith("MMU Fault: ENGINE GRAPHICS GPC1")
+    assert x31.ts == pytest.approx(1_000.0 + 24.568904)
+    # The driver printed the GPU's UUID for that PCI id just before: the event carries it.
+    assert x31.gpu_uuid == "GPU-25179923-e6d8-2c49-9579-04b41661425f"
+    assert x31.raw is not None and x31.raw.startswith("[   24.568904] NVRM: Xid")
+    assert events[1].payload["pid"] == 427 and events[1].node == "h100-1"
+
+
+def test_kmsg_record_gives_sequence_level_and_uptime() -> None:
+    line = (
+        "4,1234,5678901,-;NVRM: Xid (PCI:0000:3b:00): 79, pid=1234, name=python, "
+        "GPU has fallen off the bus."
+    )
+    ev = parse_kernel_line(line, boot_ts=1_700_000_000.0)
+    assert ev is not None
+    assert (ev.kind, ev.code, ev.pci_bus_id) == (EventKind.XID, 79, "0000:3b:00.0")
+    assert ev.payload["seq"] == 1234 and ev.payload["syslog_level"] == 4
+    assert ev.ts == pytest.approx(1_700_000_005.678901)
+    assert ev.payload["text"] == "GPU has fallen off the bus."
+
+
+def test_journal_line_names_its_host_and_time() -> None:
+    line = (
+        "Feb 14 05:03:41 gpu-1 kernel: NVRM: Xid (PCI:0000:dc:00): 45, pid=1818990, "
+        "name=python3, Ch 00000001 caused by previous Xid 149"
+    )
+    ev = parse_kernel_line(line, year=2026)
+    assert ev is not None and ev.node == "gpu-1"
+    assert ev.ts == pytest.approx(1771045421.0)  # 2026-02-14T05:03:41Z
+    assert ev.payload["channel"] == "0x00000001" and ev.payload["caused_by_xid"] == 149
+
+
+def test_short_iso_journal_line() -> None:
+    line = (
+        "2026-11-22T12:00:01+0000 node7 kernel: NVRM: Xid (PCI:0000:3b:00): 48, pid=1, name=x, "
+        "An uncorrectable double bit error"
+    )
+    ev = parse_kernel_line(line)
+    assert ev is not None and ev.node == "node7" and ev.code == 48
+    assert ev.ts == pytest.approx(1795348801.0)
+
+
+def test_real_multiline_fallen_off_bus_without_xid_is_one_gpu_lost_event() -> None:
+    events = parse_kernel_text(_read("nvsentinel155_fallen_off_bus_no_xid.dmesg"))
+    assert len(events) == 1
+    ev = events[0]
+    assert ev.kind is EventKind.GPU_LOST and ev.pci_bus_id == "0000:b3:00.0"
+    assert ev.payload["pci_device_id"] == "10de:26b5"
+    assert ev.raw is not None and ev.raw.count("\n") == 2  # all three lines kept as evidence
+
+
+def test_real_rm_init_adapter_failures_are_gsp_events() -> None:
+    events = parse_kernel_text(_read("cmpunlocker4_rminitadapter.dmesg"))
+    kinds = {e.kind for e in events}
+    assert kinds == {EventKind.GSP}
+    first = events[0]
+    assert first.pci_bus_id == "0000:01:00.0" and first.payload["status"] == "0x22:0x56:894"
+    # The same line printed twice (two tries) collapses into one event with a count.
+    assert sum(e.count for e in events) == 4 and len(events) == 2
+
+
+def test_real_nvlink_xids_keep_their_text() -> None:
+    events = parse_kernel_text(_read("gpud_kmsg_nvlink_xids.txt"))
+    assert [e.code for e in events] == [144, 149, 145, 94]
+    assert events[2].pci_bus_id == "0018:01:00.0"
+    assert "RLW_RXPIPE Nonfatal" in events[2].payload["text"]
+
+
+def test_real_xid45_lines_each_name_their_gpu() -> None:
+    events = parse_kernel_text(_read("ogkm1150_xid45_journal.txt"))
+    assert {e.pci_bus_id for e in events} == {
+        "0000:dc:00.0",
+        "0000:ed:00.0",
+        "0000:ba:00.0",
+        "0000:97:00.0",
+    }
+    assert all(e.code == 45 for e in events)
+
+
+def test_real_sxid_data_line_from_dmesg_iso() -> None:
+    (ev,) = parse_kernel_text(_read("gpud_dmesg_sxid_iso.txt"))
+    assert ev.kind is EventKind.SXID and ev.code == 12028
+    assert ev.pci_bus_id == "0000:84:00.0" and ev.payload["switch"] == "nvidia-nvswitch1"
+    assert ev.payload["syslog_level"] == 3
+
+
+def test_flood_of_identical_xid_lines_is_one_event_with_count() -> None:
+    lines = [
+        f"[ {100 + i * 0.001:.6f}] NVRM: Xid (PCI:0000:3b:00): 13, pid=9, name=py, Graphics Exc"
+        for i in range(5000)
+    ]
+    events = parse_kernel_text("\n".join(lines))
+    assert len(events) == 1 and events[0].count == 5000
+    assert events[0].payload["last_ts"] == pytest.approx(100 + 4999 * 0.001)
+
+
+def test_flood_memory_is_bounded_by_max_keys() -> None:
+    parser = KernelLogParser(max_flood_keys=8)
+    out = []
+    for i in range(100):
+        out += parser.feed(f"[ 1.0] NVRM: Xid (PCI:0000:3b:00): 13, pid=1, name=py, text {i}")
+    assert len(out) == 92  # everything past the 8 held was released early, nothing lost
+    assert len(out + parser.flush()) == 100
+
+
+def test_lines_that_matter_to_no_one_give_none() -> None:
+    assert parse_kernel_line("[    0.000000] Linux version 6.1.0-18-amd64") is None
+    assert parse_kernel_line("") is None
+    assert parse_kernel_line("garbage \x00\xff ;;;") is None
+
+
+def test_gpu_map_from_nvml_fills_uuid_and_index() -> None:
+    parser = KernelLogParser(gpu_map={"0000:3b:00.0": ("GPU-abc", 2)})
+    out = parser.feed(
+        "[ 5.0] NVRM: Xid (PCI:0000:3b:00): 79, pid=1, name=x, GPU has fallen off the bus."
+    )
+    out += parser.flush()
+    assert out[0].gpu_uuid == "GPU-abc" and out[0].payload["gpu_index"] == 2
+
+
+def test_sxid_fatal_severity_as_stated() -> None:
+    ev = parse_kernel_line(
+        "nvidia-nvswitch0: SXid (PCI:0000:87:00.0): 20034, Fatal, Link 22 LTSSM Fault Up"
+    )
+    assert ev is not None and ev.severity is Severity.CRITICAL
+    assert ev.payload["fatal"] is True and ev.payload["link"] == 22
