@@ -54,14 +54,72 @@ class Settings(BaseSettings):
     idle_util_threshold: float = 5.0  # percent; allocated GPUs at or below this count as idle
 
     # --- agent (node-side sources) ---
+    agent_server_url: str = "http://127.0.0.1:8080"
+    agent_token: SecretStr | None = None  # FLEETMEDIC_AGENT_TOKEN; never logged
+    agent_node: str | None = None  # default: this host's name
+    agent_interval_s: float = 10.0  # hot NVML fields
+    agent_slow_every: int = 6  # slow NVML fields every N intervals
+    agent_spool_path: Path | None = None  # default: <data_dir>/agent-spool.db
+    agent_spool_max_rows: int = 1_000_000
+    agent_spool_max_bytes: int = 512 * 1024 * 1024
+    agent_batch_max_items: int = 5000
+    agent_flush_interval_s: float = 2.0
+    agent_proc_root: str = "/proc"
 
     # --- slurm (cluster source in the server) ---
+    slurm_enabled: bool = False
+    slurm_cluster: str = "default"  # the name jobs and nodes are stored under
+    slurm_poll_s: float = 30.0
+    slurm_lookback_s: float = 3600.0  # first sacct window after a (re)start
+    slurm_overlap_s: float = 300.0  # re-read this much of the last window: late accounting
+    slurm_command_timeout_s: float = 20.0
+    slurm_bin_dir: str | None = None  # where sacct/scontrol live when not on PATH
+    slurm_conf: str | None = None  # SLURM_CONF for the commands, when not the default
 
     # --- kubernetes (cluster source in the server) ---
+    kubernetes_enabled: bool = False
+    kubernetes_host: str | None = None  # API server URL; unset: in-cluster config, then kubeconfig
+    kubernetes_token: SecretStr | None = None  # bearer token (a ServiceAccount token)
+    kubernetes_ca_file: str | None = None
+    kubernetes_verify_ssl: bool = True
+    kubernetes_cluster: str = "default"  # the `cluster` written on jobs and nodes
+    kubernetes_gpu_resource: str = "nvidia.com/gpu"
+    kubernetes_user_keys: list[str] = ["fleetmedic.io/user", "user"]  # annotation/label keys
+    kubernetes_gpu_pods_only: bool = True  # pods that request no GPU are not jobs here
+    kubernetes_watch_timeout_s: int = 300  # server-side watch timeout; then re-watch
+    kubernetes_backoff_max_s: float = 60.0  # longest wait between retries while the API is down
 
     # --- wandb ---
+    wandb_enabled: bool = False
+    wandb_dirs: list[Path] = []  # folders holding wandb run dirs (run-*/, offline-run-*/)
+    wandb_projects: list[str] = []  # "entity/project" read through the public API when online
+    wandb_api_key: SecretStr | None = None
+    wandb_stall_minutes: float = 30.0  # a running job with no logged step this long: stalled
+    wandb_interval_s: float = 60.0  # how often the server polls run dirs / the API
 
     # --- correlator ---
+    correlator_interval_s: float = 2.0  # how often the server runs correlate_once
+    correlator_max_events: int = 50_000  # events read per pass (bounded memory)
+    correlator_failure_window_s: float = 300.0  # a failed job's root cause: events this long before
+    correlator_failure_after_s: float = 60.0  # ...or this long after its end (late logs)
+    correlator_nccl_lookback_s: float = 900.0  # NCCL watchdog waits 600 s before it times out
+    correlator_first_fail_margin_s: float = 5.0  # "first rank to fail" must lead by this much
+    correlator_dedup_window_s: float = 3600.0  # same fingerprint within this: same incident
+    correlator_quiet_s: float = 1800.0  # no new evidence this long (and node healthy): resolved
+    correlator_stale_s: float = 86400.0  # resolved after this long without evidence, regardless
+    correlator_busy_util: float = 20.0  # percent: a GPU above this after an incident works again
+    correlator_settle_s: float = 10.0  # id gaps (uncommitted PostgreSQL inserts) re-read this long
+    correlator_evidence_cap: int = 50  # event ids kept per incident list
+    correlator_repeat_fault_users: int = 2  # user-code Xids from this many users: the GPU's fault
+    hang_interval_s: float = 10.0
+    hang_min_duration_s: float = 45.0  # spin this long before "collective hang suspected"
+    hang_util_min: float = 90.0  # percent utilization that counts as "busy"
+    hang_power_fraction: float = 0.25  # spin: power below idle + this share of (limit - idle)
+    hang_default_power_limit_w: float = 700.0  # when neither the GPU nor its model name tells
+    hang_max_sample_gap_s: float = 30.0  # a longer gap in telemetry breaks a spin streak
+    idle_interval_s: float = 60.0
+    idle_min_duration_s: float = 1800.0  # allocated and idle this long: an idle finding
+    idle_cost_per_gpu_hour: float = 2.0  # dollars, for the waste estimate
 
     _split = field_validator("agent_tokens", "api_tokens", mode="before")(_split_tokens)
 

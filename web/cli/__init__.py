@@ -19,7 +19,7 @@ app = typer.Typer(
 
 # Each module defines register(app); imports stay lazy inside the commands so that
 # `fleetmedic agent` on a GPU node does not load the web server.
-_COMMAND_MODULES = ("server", "db", "bench")
+_COMMAND_MODULES = ("server", "db", "bench", "demo")
 
 
 def _version(value: bool) -> None:

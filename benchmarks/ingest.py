@@ -1,0 +1,170 @@
+"""`fleetmedic bench ingest`: GPU samples per second through the real server over HTTP.
+
+The server (uvicorn, `fleetmedic serve`) runs in its own process; the load generator in this one,
+posting batches of 1,000 GPU samples from a few concurrent connections.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import logging
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import psutil
+
+from timeline.models import Batch, Sample
+
+TOKEN = "bench-token"
+PG_ADMIN_URL = os.environ.get(
+    "FLEETMEDIC_BENCH_PG_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test"
+)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@contextlib.contextmanager
+def _database(backend: str) -> Iterator[str]:
+    if backend == "sqlite":
+        with tempfile.TemporaryDirectory() as tmp:
+            yield f"sqlite:///{Path(tmp) / 'bench.db'}"
+        return
+    from sqlalchemy import text
+
+    from timeline.db import make_engine
+
+    name = f"fleetmedic_bench_{uuid.uuid4().hex[:8]}"
+    admin = make_engine(PG_ADMIN_URL, isolation_level="AUTOCOMMIT", pool_size=1)
+    with admin.connect() as conn:
+        conn.execute(text(f'CREATE DATABASE "{name}"'))
+    try:
+        yield PG_ADMIN_URL.rsplit("/", 1)[0] + f"/{name}"
+    finally:
+        with admin.connect() as conn:
+            conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        admin.dispose()
+
+
+@contextlib.contextmanager
+def _server(database_url: str, port: int) -> Iterator[subprocess.Popen[bytes]]:
+    env = os.environ | {
+        "FLEETMEDIC_DATABASE_URL": database_url,
+        "FLEETMEDIC_AGENT_TOKENS": TOKEN,
+        "FLEETMEDIC_LOG_LEVEL": "WARNING",
+    }
+    cmd = [sys.executable, "-m", "web.cli", "serve", "--port", str(port)]
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            if proc.poll() is not None:
+                raise RuntimeError(f"server exited: {proc.stderr.read().decode()[-2000:]}")  # type: ignore[union-attr]
+            with contextlib.suppress(httpx.HTTPError):
+                if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1).status_code == 200:
+                    break
+            time.sleep(0.1)
+        yield proc
+    finally:
+        proc.terminate()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(10)
+        if proc.poll() is None:
+            proc.kill()
+
+
+def make_body(node: int, gpus: int, now: float) -> bytes:
+    """One batch of `gpus` samples (1,000 by default) from node `node`, as JSON bytes."""
+    batch = Batch(
+        agent=f"bench-{node}",
+        node=f"bench-node-{node:05d}",
+        batch_id="B" * 32,
+        samples=[
+            Sample(
+                ts=now,
+                gpu_uuid=f"GPU-{node:05d}-{i:04d}",
+                util_gpu=93.0,
+                util_mem=8.0,
+                mem_used_mb=61234.0,
+                mem_total_mb=81559.0,
+                power_w=525.4,
+                temp_gpu=55.0,
+                temp_mem=60.0,
+                sm_clock_mhz=1980.0,
+                clock_event_reasons=0,
+            )
+            for i in range(gpus)
+        ],
+    )
+    return batch.model_dump_json(exclude_none=True).encode()
+
+
+def _load(port: int, seconds: float, concurrency: int, per_batch: int) -> tuple[int, list[float]]:
+    template = make_body(0, per_batch, time.time())
+    latencies: list[float] = []
+    lock = threading.Lock()
+    stop_at = time.monotonic() + seconds
+
+    def worker(w: int) -> None:
+        headers = {"Authorization": f"Bearer {TOKEN}", "Content-Type": "application/json"}
+        with httpx.Client(base_url=f"http://127.0.0.1:{port}", headers=headers, timeout=60) as c:
+            n = 0
+            while time.monotonic() < stop_at:
+                body = template.replace(b"B" * 32, uuid.uuid4().hex.encode())
+                t0 = time.perf_counter()
+                r = c.post("/api/v1/ingest", content=body)
+                r.raise_for_status()
+                with lock:
+                    latencies.append((time.perf_counter() - t0) * 1000)
+                n += 1
+
+    threads = [threading.Thread(target=worker, args=(w,)) for w in range(concurrency)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return len(latencies) * per_batch, latencies
+
+
+def run(argv: list[str]) -> dict[str, object]:
+    """Run the benchmark; returns the figures."""
+    p = argparse.ArgumentParser(prog="fleetmedic bench ingest")
+    p.add_argument("--backend", choices=["sqlite", "postgres"], default="sqlite")
+    p.add_argument("--seconds", type=float, default=10.0)
+    p.add_argument("--concurrency", type=int, default=3)
+    p.add_argument("--batch", type=int, default=1000, help="GPU samples per batch")
+    args = p.parse_args(argv)
+    logging.getLogger("httpx").setLevel(logging.WARNING)  # one line per request is noise here
+    port = _free_port()
+    with _database(args.backend) as url, _server(url, port) as proc:
+        _load(port, 1.0, args.concurrency, args.batch)  # warm-up: imports, pools, page cache
+        t0 = time.perf_counter()
+        samples, latencies = _load(port, args.seconds, args.concurrency, args.batch)
+        elapsed = time.perf_counter() - t0
+        rss = psutil.Process(proc.pid).memory_info().rss / 2**20
+    latencies.sort()
+    return {
+        "backend": args.backend,
+        "gpu_samples_per_s": round(samples / elapsed),
+        "p95_batch_ms": round(latencies[int(0.95 * (len(latencies) - 1))], 1),
+        "median_batch_ms": round(statistics.median(latencies), 1),
+        "batches": len(latencies),
+        "samples_per_batch": args.batch,
+        "concurrency": args.concurrency,
+        "server_rss_mb": round(rss, 1),
+        "cpus": os.cpu_count(),
+    }

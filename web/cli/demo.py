@@ -1,0 +1,85 @@
+"""`fleetmedic demo`: the server on the embedded SQLite default plus a simulated fleet."""
+
+from __future__ import annotations
+
+import logging
+import secrets
+import threading
+import time
+
+import httpx
+import typer
+
+from timeline.settings import Settings
+
+log = logging.getLogger(__name__)
+
+
+def feed_fleet(
+    url: str, token: str, fleet: object, interval_s: float, stop: threading.Event
+) -> None:
+    """Post the simulated fleet's batches to the server every interval until `stop`."""
+    from collector.simulator import DemoFleet
+
+    assert isinstance(fleet, DemoFleet)
+    headers = {"Authorization": f"Bearer {token}"}
+    with httpx.Client(base_url=url, headers=headers, timeout=10) as client:
+        while not stop.is_set():
+            try:
+                client.get("/healthz").raise_for_status()
+                break
+            except httpx.HTTPError:
+                stop.wait(0.2)
+        fleet.start(time.time())
+        first = True
+        while not stop.is_set():
+            for batch in fleet.tick(time.time(), first=first):
+                try:
+                    r = client.post("/api/v1/ingest", content=batch.model_dump_json())
+                    r.raise_for_status()
+                except httpx.HTTPError as exc:
+                    log.warning("demo fleet: post failed: %s", exc)
+            first = False
+            stop.wait(interval_s)
+
+
+def register(app: typer.Typer) -> None:
+    """Add the `demo` command."""
+
+    @app.command("demo")
+    def demo(
+        nodes: int = typer.Option(16, help="Simulated nodes."),
+        gpus_per_node: int = typer.Option(8, help="GPUs per node."),
+        port: int = typer.Option(8080, help="Port of the server."),
+        host: str = typer.Option("127.0.0.1", help="Bind address."),
+        interval: float = typer.Option(5.0, help="Seconds between telemetry rounds."),
+        database_url: str = typer.Option(
+            None, help="Default: demo.db (SQLite) in the per-user data directory."
+        ),
+    ) -> None:
+        """Run the server with a simulated fleet; prints the URL of the fleet page."""
+        from collector.simulator import DemoFleet
+        from web.cli.server import run_server
+
+        base = Settings()
+        token = secrets.token_urlsafe(24)
+        settings = Settings(
+            database_url=database_url or f"sqlite:///{base.data_dir / 'demo.db'}",
+            host=host,
+            port=port,
+            agent_tokens=[token],  # type: ignore[list-item]
+        )
+        stop = threading.Event()
+        fleet = DemoFleet(nodes=nodes, gpus_per_node=gpus_per_node)
+        url = f"http://{host}:{port}"
+        feeder = threading.Thread(
+            target=feed_fleet, args=(url, token, fleet, interval, stop), daemon=True
+        )
+        feeder.start()
+        typer.echo(f"fleetmedic demo: {nodes} nodes x {gpus_per_node} GPUs (simulated)")
+        typer.echo(f"database: {settings.safe_database_url()}")
+        typer.echo(f"open the fleet page: {url}/   (API docs: {url}/docs; Ctrl-C stops)")
+        try:
+            run_server(settings)
+        finally:
+            stop.set()
