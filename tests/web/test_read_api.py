@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from typing import Any
 
 from fastapi.testclient import TestClient
 
@@ -10,9 +11,10 @@ from timeline.settings import Settings
 from web.app import create_app
 
 
-def _ingest_fleet(client: TestClient, auth: dict[str, str]) -> None:
+def fleet_batch() -> dict[str, Any]:
+    """One node of four GPUs: busy, allocated-but-idle, free, and one that fell off the bus."""
     now = time.time()
-    body = {
+    return {
         "agent": "sim",
         "node": "gpu-node-01",
         "batch_id": "fleet-000001",
@@ -63,7 +65,10 @@ def _ingest_fleet(client: TestClient, auth: dict[str, str]) -> None:
             for i in (0, 1)
         ],
     }
-    r = client.post("/api/v1/ingest", json=body, headers=auth)
+
+
+def _ingest_fleet(client: TestClient, auth: dict[str, str]) -> None:
+    r = client.post("/api/v1/ingest", json=fleet_batch(), headers=auth)
     assert r.status_code == 200, r.text
 
 
