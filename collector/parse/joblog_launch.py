@@ -21,11 +21,16 @@ _SLURM_OOM = re.compile(
 )
 _SRUN_TASK = re.compile(
     r"srun: error: (?P<node>[\w.-]+): tasks? (?P<tasks>[\d,-]+): (?P<what>Out Of Memory|Killed|"
-    r"Exited with exit code (?P<code>\d+)|Terminated|Aborted|Segmentation fault)"
+    r"Exited with exit code (?P<code>\d+)|Terminated|Aborted|Segmentation fault|Bus error)"
 )
 _CANCELLED = re.compile(
     r"\*\*\* (?P<what>JOB|STEP) (?P<id>[\w.+]+) ON (?P<node>\S+) CANCELLED AT (?P<at>\S+)"
     r"(?: DUE TO (?P<reason>[A-Za-z ]+?))?(?:,? SEE SLURMCTLD LOG FOR DETAILS)?\s*(?:\*\*\*)?\s*$"
+)
+# Older slurmstepd wording: "*** JOB 1 CANCELLED AT <time> DUE TO TIME LIMIT on <node> ***"
+_CANCELLED_OLD = re.compile(
+    r"\*\*\* (?P<what>JOB|STEP) (?P<id>[\w.+]+) CANCELLED AT (?P<at>\S+)"
+    r"(?: DUE TO (?P<reason>[A-Za-z ]+?))? on (?P<node>\S+) \*\*\*"
 )
 _FAILURE_KEYS = {"time", "host", "rank", "exitcode", "error_file", "traceback"}
 _FIELD = re.compile(r"^\s*(?P<k>[a-z_]+)\s*: ?(?P<v>.*)$")
@@ -80,7 +85,7 @@ def launch(line: str) -> JobMatch | None:
             p,
             node=m["node"],
         )
-    if m := _CANCELLED.search(line):
+    if m := (_CANCELLED.search(line) or _CANCELLED_OLD.search(line)):
         job = m["id"].split(".")[0]
         p = {"state": "CANCELLED", "scope": m["what"].lower(), "at": m["at"], "id": m["id"]}
         if m["reason"]:

@@ -92,7 +92,8 @@ def nccl_timeout(line: str) -> JobMatch | None:
 # --- NCCL WARN and NCCL errors ----------------------------------------------------------------
 
 _NCCL_WARN = re.compile(
-    r"(?P<host>[\w.-]+):(?P<pid>\d+):(?P<tid>\d+) \[(?P<dev>\d+)\] NCCL WARN (?P<text>.*)$"
+    r"(?P<host>[\w.-]+):(?P<pid>\d+):(?P<tid>\d+) \[(?P<dev>\d+)\] (?:(?P<src>\S+:\d+) )?"
+    r"NCCL WARN (?P<text>.*)$"
 )
 _IB_COMPLETION = re.compile(
     r"Got completion from peer (?P<peer>[^\s<]+)(?:<(?P<port>\d+)>)? with (?:error |status=)"
@@ -132,6 +133,8 @@ def nccl_error(line: str) -> JobMatch | None:
             "cuda_dev": int(m["dev"]),
             "text": text,
         }
+        if m["src"]:
+            p["src"] = m["src"]
         code = None
         if ib := _IB_COMPLETION.search(text):
             code = int(ib["status"])

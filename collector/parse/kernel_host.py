@@ -26,8 +26,8 @@ _AER_STATUS = re.compile(
     r"device \[(?P<vd>[0-9a-fA-F]{4}:[0-9a-fA-F]{4})\] error status/mask=(?P<st>[0-9a-fA-F]+)/"
     r"(?P<mask>[0-9a-fA-F]+)"
 )
-_AER_BIT = re.compile(r"^\[\s*(?P<bit>\d+)\] (?P<name>\w+)\s*(?P<first>\(First\))?")
-_AER_KV = re.compile(r"aer_(?:status|layer|agent|mask): ")
+_AER_BIT = re.compile(r"^\[\s*(?P<bit>\d+)\s*\] (?P<name>\w+)\s*(?P<first>\(First\))?")
+_AER_OUTCOME = re.compile(r"can't recover|recovery failed|link has been reset|Root Port link", re.I)
 
 
 def _aer_severity(text: str) -> Severity:
@@ -60,7 +60,7 @@ def aer(msg: str) -> Match | None:
             payload["requester_id"] = r["id"]
     elif b := _AER_BUS.search(rest):
         sev = _aer_severity(b["sev"])
-        payload.update(aer_severity=b["sev"].strip(), aer_type=b["type"].strip())
+        payload.update(detail=True, aer_severity=b["sev"].strip(), aer_type=b["type"].strip())
         if b["agent"]:
             payload["agent"] = b["agent"].strip()
     elif s := _AER_STATUS.search(rest):
@@ -69,10 +69,12 @@ def aer(msg: str) -> Match | None:
         payload.update(
             detail=True, bit=int(bit["bit"]), error=bit["name"], first=bool(bit["first"])
         )
-    elif m["aer"] and _AER_KV.search(rest):
-        payload["detail"] = True
     elif not m["aer"]:
         return None
+    elif _AER_OUTCOME.search(rest):
+        sev = Severity.ERROR
+    else:
+        payload["detail"] = True  # "TLP Header: ...", "aer_status: ...", other follow-on lines
     return Match(EventKind.PCIE_AER, f"{m['drv']} {dev}: AER: {rest}", None, sev, pci, payload)
 
 
@@ -113,7 +115,7 @@ def oom(msg: str) -> Match | None:
     if m := _INVOKED.match(msg):
         payload.update(
             stage="invoked",
-            task=m["task"],
+            invoked_by=m["task"],  # the allocating task, not necessarily the one killed
             gfp_mask=m["gfp"],
             order=int(m["order"]),
             oom_score_adj=int(m["adj"]),

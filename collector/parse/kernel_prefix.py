@@ -16,7 +16,7 @@ from collector.parse.common import MAX_LINE
 
 _KMSG = re.compile(r"^(?P<prio>\d+),(?P<seq>\d+),(?P<usec>\d+),(?P<flags>[^;,]*)(?:,[^;]*)?;")
 _DECODE = re.compile(r"^(?P<fac>[a-z]+)\s*:(?P<lvl>[a-z]+)\s*: ")
-_MONO = re.compile(r"^\[\s*(?P<up>\d+\.\d+)\]\s?")
+_MONO = re.compile(r"^\[\s*(?P<rel>\+)?(?P<up>\d+\.\d+)\](?:\[\s*[TC]\d+\])?\s?")
 _CTIME = re.compile(r"^\[(?P<ct>[A-Z][a-z]{2} [A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \d{4})\]\s?")
 _ISO = re.compile(
     r"^(?P<iso>\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?)\s+"
@@ -24,6 +24,9 @@ _ISO = re.compile(
 _SYSLOG = re.compile(
     r"^(?P<mon>[A-Z][a-z]{2}) +(?P<day>\d{1,2}) (?P<hms>\d\d:\d\d:\d\d)(?:\.\d+)? "
 )
+_ANY_BRACKET = re.compile(
+    r"^\[[^\]\[]{1,40}\]\s"
+)  # a stamp we cannot read (e.g. localized dmesg -T)
 _HOST_KERNEL = re.compile(r"^(?:(?P<host>\S+) )?kernel(?:\[\d+\])?: ")
 _LEVELS = {
     "emerg": 0,
@@ -116,11 +119,14 @@ def split_kernel_line(
             except ValueError:
                 ts = None
             rest = rest[m.end() :]
+        elif (m := _ANY_BRACKET.match(rest)) and not _MONO.match(rest):
+            rest = rest[m.end() :]
         if m := _HOST_KERNEL.match(rest):
             host = m["host"]
             rest = rest[m.end() :]
         if m := _MONO.match(rest):
-            uptime = float(m["up"])
+            # `dmesg -H` prints "[  +0.000844]": a delta to the previous line, not an uptime.
+            uptime = None if m["rel"] else float(m["up"])
             rest = rest[m.end() :]
     if ts is None and uptime is not None and boot_ts is not None:
         ts = boot_ts + uptime

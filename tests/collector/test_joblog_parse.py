@@ -73,3 +73,93 @@ def test_chunked_feed_holds_childfailed_block_until_it_ends() -> None:
     assert (ev.payload["host"], ev.payload["rank"], ev.payload["local_rank"]) == ("node9", 5, 1)
     assert ev.payload["signal"] == 9 and ev.payload["signal_name"] == "SIGKILL"
     assert ev.payload["pid"] == 777
+
+
+def test_real_torch2_watchdog_lines_give_op_seq_numel_timeout_rank() -> None:
+    events = parse_job_text(_read("llamafactory7396_watchdog.log"))
+    timeouts = [e for e in events if "op_type" in e.payload]
+    assert {e.payload["rank"] for e in timeouts} == {0, 4}
+    r0 = next(e for e in timeouts if e.payload["rank"] == 0)
+    assert (r0.payload["op_type"], r0.payload["seq_num"]) == ("ALLREDUCE", 1580)
+    assert r0.payload["numel_in"] == 466119168 and r0.payload["timeout_ms"] == 600000
+    assert r0.payload["ran_for_ms"] == 600060
+    last = [e for e in events if "last_enqueued" in e.payload]
+    assert {(e.payload["last_enqueued"], e.payload["last_completed"]) for e in last} == {
+        (1582, 1579)
+    }
+
+
+def test_real_watchdog_with_pg_guid_and_timeout_at_work() -> None:
+    events = parse_job_text(_read("diffsynth458_watchdog_pg_guid.log"))
+    assert all(e.kind is EventKind.NCCL_TIMEOUT for e in events)
+    first = next(e for e in events if "op_type" in e.payload)
+    assert first.payload["op_type"] == "COALESCED" and first.payload["numel_out"] == 450560
+    pg = next(e for e in events if e.payload.get("pg_id"))
+    assert pg.payload["pg_id"] == "2" and pg.payload["rank"] == 4
+
+
+def test_real_old_format_watchdog_without_numel() -> None:
+    events = parse_job_text(_read("pytorch118369_watchdog_old_format.log"))
+    seqs = sorted(e.payload["seq_num"] for e in events)
+    assert seqs == [64088, 96117, 96120, 96125]  # the repeated 96125 line is counted, not lost
+    assert sum(e.count for e in events) == 5
+    assert all("numel_in" not in e.payload for e in events)
+
+
+def test_real_net_ib_completion_errors_give_status_vendor_err_peer() -> None:
+    events = parse_job_text(_read("nccl1814_net_ib_status.log"))
+    assert [e.code for e in events] == [12, 5]
+    first = events[0]
+    assert first.kind is EventKind.NCCL_ERROR
+    assert (first.payload["peer"], first.payload["peer_port"]) == ("172.36.143.59", 44206)
+    assert first.payload["vendor_err"] == 129 and first.payload["host"] == "hostname-test"
+    assert first.payload["cuda_dev"] == 4 and first.payload["src"] == "ib_plugin.c:1615"
+    old = parse_job_text(_read("nccl928_net_ib_error4.log"))
+    assert [e.code for e in old] == [4, 4]
+    assert old[0].payload["peer"] == "fe80::966d:ae03:8b:df78%ib0"
+
+
+def test_real_childfailed_block_gives_root_cause() -> None:
+    (ev,) = parse_job_text(_read("cppo6_childfailed_sigkill.log"))
+    assert ev.kind is EventKind.CHILD_FAILED and ev.code == -9
+    assert ev.payload["script"] == "src/open_r1/grpo_gsm.py"
+    assert ev.payload["host"].startswith("mlxlab115rp2n7682d40d9")
+    assert ev.payload["signal"] == 9 and ev.payload["failures"] == []
+
+
+def test_real_truncated_childfailed_block_keeps_the_failures_it_saw() -> None:
+    (ev,) = parse_job_text(_read("speculators1115_childfailed_truncated.log"))
+    assert [f["rank"] for f in ev.payload["failures"]] == [3, 0, 2]
+    assert ev.payload["failures"][2]["signal_name"] == "SIGTERM"
+    assert ev.payload["rank"] == 1 and ev.payload["local_rank"] == 1  # the partial root cause
+
+
+def test_real_elastic_failed_lines() -> None:
+    events = parse_job_text(_read("elastic_failed_lines.log"))
+    assert [(e.code, e.payload["local_rank"]) for e in events] == [(-9, 5), (-9, 3)]
+    assert events[1].payload["pid"] == 812917 and events[1].payload["signal"] == 9
+
+
+def test_real_slurm_oom_and_cancel_lines() -> None:
+    events = parse_job_text(_read("slurm_tusas149_oom_stepid.log"))
+    kinds = [(e.kind, e.job_id) for e in events]
+    assert (EventKind.HOST_OOM, "440575") in kinds
+    srun = next(e for e in events if e.payload.get("outcome") == "Out Of Memory")
+    assert srun.node == "nid001277" and srun.payload["tasks"] == "1-3"
+    cancel = next(e for e in events if e.kind is EventKind.JOB_STATE)
+    assert cancel.payload["scope"] == "step" and "reason" not in cancel.payload
+    old = parse_job_text(_read("slurm_hafs101_oom_step_cancel.log"))
+    assert next(e for e in old if e.payload.get("stage") == "slurmstepd").job_id == "3495064"
+
+
+def test_real_slurm_time_limit_lines() -> None:
+    events = parse_job_text(_read("slurm_zetta671_time_limit.log"))
+    assert {(e.payload["scope"], e.payload["reason"]) for e in events} == {
+        ("job", "TIME LIMIT"),
+        ("step", "TIME LIMIT"),
+    }
+    assert all(e.job_id == "494583" for e in events)
+    (old,) = parse_job_text(_read("slurm_canu1067_old_cancel.log"))
+    assert (old.job_id, old.payload["reason"], old.node) == ("830329", "TIME LIMIT", "n447")
+    term = parse_job_text(_read("slurm_desitarget628_terminated.log"))
+    assert sum(1 for e in term if e.payload.get("outcome") == "Terminated") == 3

@@ -151,3 +151,70 @@ def test_sxid_fatal_severity_as_stated() -> None:
     )
     assert ev is not None and ev.severity is Severity.CRITICAL
     assert ev.payload["fatal"] is True and ev.payload["link"] == 22
+
+
+def test_real_aer_fatal_groups_detail_lines_then_xid79_names_the_gpu() -> None:
+    events = parse_kernel_text(_read("gpuburn1_aer_fatal_then_xid79.dmesg"))
+    assert [e.kind for e in events] == [EventKind.PCIE_AER, EventKind.PCIE_AER, EventKind.XID]
+    corrected, fatal, xid = events
+    assert corrected.severity is Severity.WARNING and fatal.severity is Severity.CRITICAL
+    assert fatal.pci_bus_id == "0000:00:02.0" and fatal.payload["requester_id"] == "0010"
+    assert any("Surprise Down Error" in d for d in fatal.payload["details"])
+    assert fatal.raw is not None and fatal.raw.count("\n") == 3  # head + 3 detail lines
+    assert xid.code == 79 and xid.gpu_uuid == "GPU-660d987e-5b28-3bf6-2a2d-1d5ecae7f6df"
+
+
+def test_real_aer_source_device_and_nonfatal_severity() -> None:
+    events = parse_kernel_text(_read("ms02_aer_nonfatal_journal.txt"), year=2025)
+    nonfatal = next(e for e in events if "Non-Fatal" in e.message)
+    assert nonfatal.severity is Severity.ERROR and nonfatal.node == "pve"
+    assert nonfatal.payload["source"] == "0000:80:1b.4"
+    assert any(d.startswith("TLP Header") for d in nonfatal.payload["details"])
+    recover = next(e for e in events if "can't recover" in e.message)
+    assert recover.pci_bus_id == "0000:97:00.0" and recover.severity is Severity.ERROR
+
+
+def test_real_dmesg_relative_stamps_and_caller_ids_do_not_break_parsing() -> None:
+    rel = parse_kernel_text(_read("returnn1500_aer_dmesg_H.dmesg"))
+    nvidia = next(e for e in rel if e.pci_bus_id == "0000:03:00.0")
+    assert nvidia.count == 2 and "uptime_s" not in nvidia.payload
+    caller = parse_kernel_text(_read("qclinux1118_aer_caller_id.dmesg"))
+    head = next(e for e in caller if "received" in e.message)
+    assert head.payload["uptime_s"] == pytest.approx(36.772366)
+
+
+def test_real_k8s_memcg_oom_episode_is_one_event_with_pod_uid_and_victim() -> None:
+    (ev,) = parse_kernel_text(_read("harvester_memcg_oom_dmesg_T.dmesg"))
+    assert ev.kind is EventKind.HOST_OOM
+    assert ev.payload["stages"] == ["invoked", "oom_kill", "killed", "reaped"]
+    assert ev.payload["task"] == "qemu-system-x86" and ev.payload["pid"] == 70870
+    assert ev.payload["invoked_by"] == "CPU 11/KVM"
+    assert ev.payload["pod_uid"] == "ef91e487-dec5-4613-800b-eb23e1a1617d"
+    assert ev.payload["anon_rss_kb"] == 66852088
+    assert ev.message.startswith("Memory cgroup out of memory: Killed process 70870")
+    assert ev.ts == pytest.approx(1715266358.0)  # dmesg -T stamp, read as UTC
+
+
+def test_real_oom_in_localized_dmesg_still_parses() -> None:
+    (ev,) = parse_kernel_text(_read("zh_blog_k8s_oom_dmesg_T_locale.dmesg"))
+    assert ev.payload["pod_uid"] == "28fcb1a0-a45c-44e7-b9bf-e3b9360bedba"
+    assert ev.payload["task"] == "java" and ev.payload["uid"] == 10000
+
+
+def test_slurm_cgroup_path_in_oom_kill_line_gives_the_job_id() -> None:
+    # Line shape from the kernel's mm/oom_kill.c format; the cgroup path is Slurm's
+    # cgroup/v1 layout (slurm/uid_<uid>/job_<id>/step_<step>).
+    line = (
+        "[ 812.1] oom-kill:constraint=CONSTRAINT_MEMCG,nodemask=(null),cpuset=/,mems_allowed=0-1,"
+        "oom_memcg=/slurm/uid_1000/job_4242,task_memcg=/slurm/uid_1000/job_4242/step_0/task_0,"
+        "task=python,pid=3131,uid=1000"
+    )
+    ev = parse_kernel_line(line, node="gpu-3")
+    assert ev is not None and ev.kind is EventKind.HOST_OOM
+    assert ev.job_id == "4242" and ev.payload["pid"] == 3131
+
+
+def test_kern_log_with_inner_uptime_stamp() -> None:
+    (ev,) = parse_kernel_text(_read("francesbagual_oom_kern_log.txt"), year=2016)
+    assert ev.node == "dev-VirtualBox" and ev.payload["uptime_s"] == pytest.approx(4563.079551)
+    assert ev.payload["invoked_by"] == "memory-hog-2048"
