@@ -65,6 +65,7 @@ def create_app(settings: Settings, *, configure: Configure | None = None) -> Fas
     app.state.settings = settings
     app.state.engine = engine
     app.state.session_factory = factory
+    app.state.write_lock = db.write_lock(engine)
     app.state.metrics = ServerMetrics()
     app.state.runtime = runtime
     _error_handlers(app)

@@ -52,9 +52,10 @@ async def ingest(request: Request) -> AppendResult:
         log.info("rejected batch: %s", errors[:3])
         raise HTTPException(422, detail=errors) from None
     factory = request.app.state.session_factory
+    lock = request.app.state.write_lock
 
     def store() -> AppendResult:
-        with unit_of_work(factory) as session:
+        with lock, unit_of_work(factory) as session:
             return service.append_batch(
                 session, batch=batch, received_ts=time.time(), max_items=settings.max_batch_items
             )
