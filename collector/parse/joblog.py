@@ -126,8 +126,8 @@ class JobLogParser:
         self._last_nccl: Event | None = None
         self._want_last_error = False
 
-    def feed(self, line: str, *, ts: float | None = None) -> list[Event]:
-        """Parse one line; `ts` is when it was read (lines rarely carry their own time)."""
+    def feed(self, line: str, *, ts: float | None = None, offset: int | None = None) -> list[Event]:
+        """Parse one line; `ts` is when it was read, `offset` where it starts in its file."""
         line = line[:MAX_LINE].rstrip("\r\n")
         text, extra = _strip_prefix(line)
         out: list[Event] = []
@@ -137,7 +137,8 @@ class JobLogParser:
             out += self._close_block()
         if self._want_last_error and text.strip():
             self._want_last_error = False
-            if self._last_nccl is not None and self._last_nccl in self._flood.held_events():
+            held = self._flood.held_events()
+            if self._last_nccl is not None and any(e is self._last_nccl for e in held):
                 self._last_nccl.raw = join_raw(self._last_nccl.raw, line)
                 self._last_nccl.payload["last_error"] = text.strip()
                 return out
@@ -148,6 +149,8 @@ class JobLogParser:
         if m is None:
             return out
         ev = _event(m, line, extra, node=self.node, job_id=self.job_id, ts=ts, source=self.source)
+        if offset is not None:
+            ev.payload["offset"] = offset
         if m.kind is EventKind.CHILD_FAILED and m.message == "ChildFailedError":
             self._block = {"event": ev, "lines": [line], "entries": [], "section": None, "rules": 0}
             return out
