@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -26,7 +27,7 @@ class Clock:
         return self.now
 
 
-def _source(targets: list[JobLogTarget], clock: Clock, **kw: object) -> JobLogSource:
+def _source(targets: list[JobLogTarget], clock: Clock, **kw: Any) -> JobLogSource:
     return JobLogSource(
         node="gpu-node-07", targets=lambda: targets, clock=clock, health=SourceHealth("jl"), **kw
     )
