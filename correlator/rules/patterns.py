@@ -59,7 +59,7 @@ def _p(
 
 _DRAIN = "drain the node, reset the GPU and resubmit the job"
 _FIX = "fix the program and resubmit"
-_STATES = frozenset({K.JOB_STATE, K.POD_EVENT, K.NODE_STATE, K.OTHER})
+_STATES = frozenset({K.JOB_STATE, K.POD_EVENT, K.NODE_STATE})
 
 # Order matters: the first rule whose regex matches an event's text wins.
 PATTERNS: tuple[PatternRule, ...] = (
@@ -88,7 +88,7 @@ PATTERNS: tuple[PatternRule, ...] = (
     _p(
         "uncorrectable_ecc",
         r"uncorrectable ECC error|ECC error.*uncorrectable|CUDA_ERROR_ECC_UNCORRECTABLE|"
-        r"cudaErrorECCUncorrectable|double[- ]bit ECC|\bDBE\b.*error",
+        r"cudaErrorECCUncorrectable|double[- ]bit ECC error|\bDBE\b.*error",
         GPU,
         Blame.NODE,
         action=_DRAIN + " (row remap applies at reset)",
@@ -163,7 +163,8 @@ PATTERNS: tuple[PatternRule, ...] = (
     ),
     _p(
         "thermal",
-        r"thermal (violation|slowdown|shutdown)|HW Thermal Slowdown\s*:\s*Active|"
+        r"thermal (?:violation|slowdown|shutdown) (?:detected|event|occurred)|"
+        r"HW Thermal Slowdown\s*:\s*Active|"
         r"GPU over temperature|clocks.*thermal",
         GPU,
         Blame.NODE,
@@ -185,7 +186,7 @@ PATTERNS: tuple[PatternRule, ...] = (
     ),
     _p(
         "ib_completion",
-        r"NET/IB\s*:.{0,120}(completion|error \d+|status=\d+|IBV_WC_)|"
+        r"NET/IB\w*\s*:.{0,120}(completion|error \d+|status=\d+|IBV_WC_)|"
         r"Got completion from peer|IBV_WC_\w+_ERR|ibv_(poll_cq|post_send|modify_qp|"
         r"reg_mr)\w* failed",
         NET,
@@ -257,7 +258,7 @@ PATTERNS: tuple[PatternRule, ...] = (
     # --- user code ---------------------------------------------------------------------------
     _p(
         "device_assert",
-        r"device-side assert|cudaErrorAssert|CUDA_ERROR_ASSERT|Assertion `.*` failed",
+        r"device-side assert|cudaErrorAssert|CUDA_ERROR_ASSERT|Assertion `[^`]*`\s*failed",
         USER,
         Blame.JOB,
         action=_FIX + " (an index or value check failed in a GPU kernel; "
@@ -298,7 +299,7 @@ PATTERNS: tuple[PatternRule, ...] = (
         r"OOMKilled|"
         r"OUT_OF_MEMORY|exceeded (its |the )?memory limit|low on resource: memory|"
         r"The node was low on resource|"
-        r"\bMemoryError\b|Cannot allocate memory|std::bad_alloc",
+        r"\bMemoryError\b|Cannot allocate memory|can't allocate memory|std::bad_alloc",
         HOOM,
         Blame.JOB,
         action=(
@@ -312,7 +313,7 @@ PATTERNS: tuple[PatternRule, ...] = (
     # --- node --------------------------------------------------------------------------------
     _p(
         "kill_task_failed",
-        r"Kill task failed",
+        r"Kill task failed|DUE TO JOB NOT ENDING WITH SIGNALS",
         NODE,
         Blame.NODE,
         action=(
@@ -328,7 +329,8 @@ PATTERNS: tuple[PatternRule, ...] = (
         r"\bNODE_FAIL\b|DUE TO NODE FAIL|node fail(ure|ed)|\bNot responding\b|NodeNotReady|"
         r"\bNotReady\b|unexpectedly rebooted|Node unexpectedly rebooted|Kernel panic|kernel BUG at|"
         r"hard LOCKUP|soft lockup|NodeHasDiskPressure|Unable to contact slurm controller|"
-        r"Node is shutting down|node was shut ?down",
+        r"Node is shutting down|node was shut ?down|Kubelet stopped posting node status|"
+        r"NodeStatusUnknown|node\.kubernetes\.io/unreachable|\bNOT_RESPONDING\b|\bBOOT_FAIL\b",
         NODE,
         Blame.NODE,
         action="drain the node, check its kernel log and hardware, and resubmit the job elsewhere",
@@ -382,7 +384,8 @@ PATTERNS: tuple[PatternRule, ...] = (
     ),
     _p(
         "unschedulable",
-        r"FailedScheduling|Unschedulable|Insufficient nvidia\.com/gpu|"
+        r"FailedScheduling|PodUnschedulable|\bUnschedulable\b(?!:\s*(?:false|true))|"
+        r"Insufficient nvidia\.com/gpu|"
         r"didn't match Pod's node affinity|had untolerated taint|"
         r"Requested node configuration is not available",
         SCHED,
@@ -401,6 +404,17 @@ PATTERNS: tuple[PatternRule, ...] = (
         confidence=0.6,
         summary="the job was cancelled",
         priority=15,
+    ),
+    _p(
+        "job_failed_state",
+        r"\bState=FAILED\b",
+        USER,
+        Blame.JOB,
+        action="read the job's own output: it exited non-zero and the scheduler saw no other cause",
+        confidence=0.35,
+        summary="the job exited with a non-zero code",
+        priority=12,
+        kinds=_STATES,
     ),
     # --- NCCL hangs (consequences) -----------------------------------------------------------
     _p(

@@ -123,8 +123,30 @@ def _verdict(info: XidInfo, text: str) -> Verdict:
     )
 
 
+# Newer drivers name the Xid that a preemptive cleanup (Xid 45) followed.
+_CAUSED_BY_RE = re.compile(r"caused by previous Xid (\d+)", re.I)
+
+
+def caused_by(text: str) -> int | None:
+    """The earlier Xid that an Xid 45 line says caused it, if it says so."""
+    m = _CAUSED_BY_RE.search(text)
+    return int(m.group(1)) if m else None
+
+
 def xid_verdict(code: int, text: str = "") -> Verdict:
     """What one Xid means alone; an uncatalogued code stays unknown, quoting its raw text."""
+    cause = caused_by(text) if code == 45 else None
+    if cause is not None and cause != 45:
+        inner = xid_verdict(cause)
+        return Verdict(
+            category=inner.category,
+            blame=inner.blame,
+            action=inner.action,
+            confidence=round(inner.confidence * 0.9, 2),
+            summary=f"Xid 45 (preemptive cleanup) caused by {inner.summary}",
+            root_cause=inner.root_cause,
+            priority=inner.priority,
+        )
     info = xid_info(code)
     if info is None:
         return Verdict(

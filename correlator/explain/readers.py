@@ -1,0 +1,125 @@
+"""Raw text of any supported kind -> timeline Events, each carrying its verbatim line(s).
+
+Order: structured tool readers (sacct, nvidia-smi, dcgm-exporter, dcgmi diag) first, then the
+collector's kernel-log and job-log parsers on the remaining lines, then the pattern rules on
+any line that nothing else understood. Hosts are attached only where the text names them.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from collector.health import SourceHealth
+from collector.parse.joblog import parse_job_text
+from collector.parse.kernel import parse_kernel_text
+from correlator.explain.hosts import clean_host, host_in_line
+from correlator.explain.readers_gpu import (
+    ReadResult,
+    _event,
+    read_dcgm_metrics,
+    read_dcgmi_diag,
+    read_nvidia_smi,
+)
+from correlator.explain.readers_sched import context_hosts, read_sacct_json, read_sacct_table
+from correlator.rules import PATTERNS
+from timeline.models import Event, EventKind
+
+log = logging.getLogger(__name__)
+HEALTH = SourceHealth("explain")
+
+
+def _structured(text: str, lines: list[str]) -> ReadResult:
+    out = ReadResult()
+    readers = [
+        lambda: read_sacct_json(text) if text.lstrip().startswith("{") else ReadResult(),
+        lambda: read_sacct_table(lines),
+        lambda: read_nvidia_smi(lines),
+        lambda: read_dcgm_metrics(lines),
+        lambda: read_dcgmi_diag(lines),
+    ]
+    for reader in readers:
+        try:
+            result = reader()
+        except Exception as exc:  # a reader bug must not lose the other readers' evidence
+            HEALTH.error("reader failed", exc)
+            continue
+        out.events += result.events
+        out.claimed |= result.claimed
+    return out
+
+
+def _parsed(rest: str) -> list[Event]:
+    events: list[Event] = []
+    for name, parse in (("kernel", parse_kernel_text), ("joblog", parse_job_text)):
+        try:
+            events += parse(rest)
+        except Exception as exc:
+            HEALTH.error(f"{name} parser failed", exc)
+    return events
+
+
+def _first_rule(text: str) -> str | None:
+    for rule in PATTERNS:
+        if rule.kinds is None and rule.regex.search(text):
+            return rule.name
+    return None
+
+
+def _fallback(lines: list[str], skip: set[int], hints: list[str | None]) -> list[Event]:
+    events: list[Event] = []
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        if i in skip or not line.strip():
+            i += 1
+            continue
+        rule, raw = _first_rule(line), line
+        nxt = lines[i + 1] if i + 1 < len(lines) else ""
+        if rule is None and nxt[:1].isspace() and i + 1 not in skip:
+            joined = f"{line.rstrip()} {nxt.strip()}"  # a terminal-wrapped line
+            rule, raw = _first_rule(joined), f"{line}\n{nxt}"
+            if rule is not None:
+                i += 1
+        if rule is not None:
+            node = hints[i] or host_in_line(line)
+            events.append(
+                _event(EventKind.OTHER, raw, raw.strip(), node=node, payload={"pattern": rule})
+            )
+        i += 1
+    return events
+
+
+def _attach_hosts(events: list[Event], lines: list[str], hints: list[str | None]) -> None:
+    index: dict[str, int] = {}
+    for n, line in enumerate(lines):
+        index.setdefault(line.strip(), n)
+    for ev in events:
+        if ev.node:
+            ev.node = clean_host(ev.node)
+            continue
+        first = (ev.raw or "").splitlines()[0].strip() if ev.raw else ""
+        host = ev.payload.get("host") if isinstance(ev.payload.get("host"), str) else None
+        at = index.get(first)
+        ev.node = clean_host(host) or host_in_line(first) or (hints[at] if at is not None else None)
+
+
+def read_events(text: str) -> list[Event]:
+    """Every failure-relevant event the text shows, in reading order."""
+    lines = text.splitlines()
+    structured = _structured(text, lines)
+    rest = "\n".join("" if i in structured.claimed else ln for i, ln in enumerate(lines))
+    parsed = _parsed(rest)
+    covered = {raw.strip() for ev in parsed for raw in (ev.raw or "").splitlines()}
+    hints = context_hosts(lines)
+    skip = structured.claimed | {i for i, ln in enumerate(lines) if ln.strip() in covered}
+    events = structured.events + parsed + _fallback(lines, skip, hints)
+    _attach_hosts(events, lines, hints)
+    return events
+
+
+def text_hosts(text: str) -> list[str]:
+    """Every host the text names by a known convention, in order of appearance."""
+    lines = text.splitlines()
+    hints = context_hosts(lines)
+    found = [h for i, ln in enumerate(lines) if (h := hints[i] or host_in_line(ln))]
+    return found

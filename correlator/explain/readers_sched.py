@@ -1,0 +1,179 @@
+"""Readers for scheduler output: sacct (table, -P, --json), sinfo -R, kubectl tables/describe.
+
+The table readers mostly supply *context*: which host a row or a describe block is about, so
+that a pattern matched on that line can name the node the text names.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+from correlator.explain.hosts import clean_host
+from correlator.explain.readers_gpu import ReadResult, _event
+from timeline.models import EventKind
+
+_DASHES = re.compile(r"^[\s-]+$")
+
+
+def _single_host(nodelist: str | None) -> str | None:
+    """A node list that is one plain host name ('node[1-4]' or 'a,b' name none)."""
+    if not nodelist or any(c in nodelist for c in "[],"):
+        return None
+    return clean_host(nodelist)
+
+
+def _state_message(state: str, reason: str | None, job: str | None) -> str:
+    parts = [f"State={state}"]
+    if reason and reason not in ("None", "none"):
+        parts.append(f"Reason={reason}")
+    if job:
+        parts.insert(0, f"job {job}")
+    return " ".join(parts)
+
+
+def read_sacct_table(lines: list[str]) -> ReadResult:
+    """`sacct` default (fixed-width) output and `sacct -P` (pipe-separated)."""
+    out = ReadResult()
+    for i, line in enumerate(lines):
+        if "JobID" not in line or "State" not in line:
+            continue
+        if "|" in line:
+            header = line.split("|")
+            rows = [(j, lines[j].split("|")) for j in range(i + 1, len(lines)) if "|" in lines[j]]
+        elif i + 1 < len(lines) and _DASHES.match(lines[i + 1]) and "-" in lines[i + 1]:
+            header = line.split()
+            rows = [(j, lines[j].split()) for j in range(i + 2, len(lines))]
+            rows = [(j, cells) for j, cells in rows if cells]
+        else:
+            continue
+        out.claimed.add(i)
+        _sacct_rows(header, rows, lines, out)
+    return out
+
+
+def _sacct_rows(
+    header: list[str], rows: list[tuple[int, list[str]]], lines: list[str], out: ReadResult
+) -> None:
+    cols = {h.strip().lower(): n for n, h in enumerate(header)}
+    state_col = cols.get("state")
+    if state_col is None:
+        return
+    for j, cells in rows:
+        if len(cells) != len(header):
+            break  # the table ended (or a state with spaces such as "CANCELLED by 0")
+        state = cells[state_col].strip().split()[0] if cells[state_col].strip() else ""
+        if not state or state in ("COMPLETED", "RUNNING", "PENDING"):
+            out.claimed.add(j)
+            continue
+        job = cells[cols["jobid"]].strip() if "jobid" in cols else None
+        node = _single_host(cells[cols["nodelist"]].strip()) if "nodelist" in cols else None
+        user = cells[cols["user"]].strip() if "user" in cols else None
+        reason = cells[cols["reason"]].strip() if "reason" in cols else None
+        out.events.append(
+            _event(
+                EventKind.JOB_STATE,
+                lines[j],
+                _state_message(state, reason, job),
+                node=node,
+                job_id=(job or "").split(".")[0] or None,
+                payload={"state": state, "user": user or None, "scope": "sacct"},
+            )
+        )
+        out.claimed.add(j)
+
+
+def read_sacct_json(text: str) -> ReadResult:
+    """`sacct --json`: one JOB_STATE event per job record that did not complete."""
+    out = ReadResult()
+    try:
+        doc = json.loads(text)
+    except ValueError:
+        return out
+    if not isinstance(doc, dict) or not isinstance(doc.get("jobs"), list):
+        return out
+    for job in doc["jobs"]:
+        if not isinstance(job, dict):
+            continue
+        state_obj = job.get("state")
+        state = state_obj.get("current") if isinstance(state_obj, dict) else state_obj
+        if isinstance(state, list):
+            state = state[0] if state else None
+        if not isinstance(state, str) or state in ("COMPLETED", "RUNNING", "PENDING"):
+            continue
+        reason = state_obj.get("reason") if isinstance(state_obj, dict) else None
+        nodes = job.get("nodes") if isinstance(job.get("nodes"), str) else None
+        record = {
+            "job_id": job.get("job_id"),
+            "state": state,
+            "nodes": nodes,
+            "user": job.get("user"),
+            "reason": reason,
+        }
+        out.events.append(
+            _event(
+                EventKind.JOB_STATE,
+                json.dumps(record),
+                _state_message(state, reason, str(job.get("job_id"))),
+                node=_single_host(nodes),
+                job_id=str(job.get("job_id")),
+                payload={"state": state, "user": job.get("user"), "scope": "sacct-json"},
+            )
+        )
+    out.claimed = set(range(len(text.splitlines())))
+    return out
+
+
+# --- per-line host context for tables and describe blocks -------------------------------------
+
+_DESCRIBE_NAME = re.compile(r"^Name:\s+(?P<name>\S+)\s*$")
+_NODE_KIND_KEYS = ("Roles:", "Role:", "Taints:", "Unschedulable:", "Capacity:")
+
+
+def context_hosts(lines: list[str]) -> list[str | None]:
+    """For each line, the host its table row or `kubectl describe node` block is about."""
+    hints: list[str | None] = [None] * len(lines)
+    table: tuple[int, int] | None = None  # (column, fewest cells a row has)
+    block: str | None = None
+    for i, line in enumerate(lines):
+        if not line.strip():
+            table = None
+            continue
+        header = _table_header(line)
+        if header is not None:
+            table = header
+            continue
+        m = _DESCRIBE_NAME.match(line)
+        if m:
+            near = lines[i + 1 : i + 4]
+            block = (
+                clean_host(m.group("name"))
+                if any(ln.lstrip().startswith(_NODE_KIND_KEYS) for ln in near)
+                else None
+            )
+        cells = line.split()
+        if table is not None and len(cells) < table[1]:
+            table = None  # not a row: the table ended
+        if table is not None:
+            col = table[0]
+            if -len(cells) <= col < len(cells):
+                hints[i] = _single_host(cells[col])
+            continue
+        hints[i] = block
+    return hints
+
+
+def _table_header(line: str) -> tuple[int, int] | None:
+    """(host column, fewest cells of a row) when `line` heads a table whose rows name hosts."""
+    cells = line.split()
+    if not cells:
+        return None
+    upper = [c.upper() for c in cells]
+    if cells == upper and "NAME" in upper and "STATUS" in upper:
+        if "NODE" in upper:  # kubectl get pods -o wide
+            return (upper.index("NODE"), len(cells))
+        if "READY" not in upper:  # kubectl get nodes
+            return (upper.index("NAME"), len(cells))
+    if "REASON" in cells and cells[-1] == "NODELIST":  # sinfo -R
+        return (-1, 2)
+    return None

@@ -1,0 +1,109 @@
+"""Pick the root cause among the events of one text, and what the text says about where."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from correlator.explain.hosts import distinct
+from correlator.rules import caused_by, classify_event
+from correlator.taxonomy import Verdict
+from timeline.models import Event, EventKind
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One event and what it means alone."""
+
+    event: Event
+    verdict: Verdict
+
+
+@dataclass(frozen=True)
+class Conclusion:
+    """The chosen verdict, the findings that support it, and the others seen."""
+
+    verdict: Verdict
+    support: list[Finding]  # the findings of the chosen kind of failure, reading order
+    others: list[Finding]  # findings of other kinds (symptoms, weaker causes)
+
+
+def findings(events: list[Event]) -> list[Finding]:
+    """Events that mean something, each with its verdict."""
+    out = []
+    for ev in events:
+        verdict = classify_event(ev)
+        if verdict is not None and (verdict.category is not None or verdict.root_cause):
+            out.append(Finding(ev, verdict))
+    return out
+
+
+def _rank(f: Finding) -> tuple[int, int, int, float]:
+    v = f.verdict
+    # Root causes beat symptoms; a known category beats an unknown code; then priority.
+    return (int(v.root_cause), int(v.category is not None), v.priority, v.confidence)
+
+
+def conclude(found: list[Finding]) -> Conclusion | None:
+    """The most likely root cause (hardware over user code, causes over symptoms), or None."""
+    if not found:
+        return None
+    best = max(found, key=_rank)
+    key = (best.verdict.category, best.verdict.blame)
+    floor = best.verdict.priority - 10  # same kind of failure and about as strong a sign
+
+    def supports(f: Finding) -> bool:
+        return (f.verdict.category, f.verdict.blame) == key and f.verdict.priority >= floor
+
+    support = [f for f in found if supports(f)]
+    others = [f for f in found if not supports(f)]
+    confidence = min(0.99, best.verdict.confidence + 0.02 * (len(support) - 1))
+    verdict = Verdict(
+        category=best.verdict.category,
+        blame=best.verdict.blame,
+        action=best.verdict.action,
+        confidence=round(confidence, 2),
+        summary=best.verdict.summary,
+        root_cause=best.verdict.root_cause,
+        priority=best.verdict.priority,
+    )
+    ordered = sorted(support, key=lambda f: -_rank(f)[2])
+    return Conclusion(verdict=verdict, support=ordered, others=others)
+
+
+def node_of(conclusion: Conclusion, text_hosts: list[str]) -> str | None:
+    """The one node the evidence names; else the one host the whole text names; else None."""
+    hosts = distinct([f.event.node for f in conclusion.support if f.event.node])
+    if len(hosts) == 1:
+        return hosts[0]
+    if hosts:
+        return None  # several nodes show it: the text does not single one out
+    others = distinct(text_hosts)
+    return others[0] if len(others) == 1 else None
+
+
+def gpu_of(conclusion: Conclusion) -> tuple[str | None, int | None]:
+    """(PCI bus id, index) of the one GPU the supporting evidence names, if only one."""
+    ids = {f.event.pci_bus_id for f in conclusion.support if f.event.pci_bus_id}
+    idx = {f.event.payload.get("gpu_index") for f in conclusion.support}
+    idx.discard(None)
+    bus = ids.pop() if len(ids) == 1 else None
+    index = idx.pop() if len(idx) == 1 else None
+    return bus, index if isinstance(index, int) else None
+
+
+def xid_of(conclusion: Conclusion) -> int | None:
+    """The Xid code of the strongest Xid evidence, if the conclusion rests on one."""
+    for f in conclusion.support:
+        if f.event.kind is EventKind.XID and f.event.code is not None:
+            return caused_by(f.event.raw or "") or f.event.code
+    return None
+
+
+def job_and_user(conclusion: Conclusion) -> tuple[str | None, str | None]:
+    """Job id and user the supporting evidence shows, if any."""
+    job = next((f.event.job_id for f in conclusion.support if f.event.job_id), None)
+    user = next(
+        (u for f in conclusion.support if isinstance(u := f.event.payload.get("user"), str) and u),
+        None,
+    )
+    return job, user
