@@ -73,6 +73,37 @@ def time_hot_samples(src: NvmlSource, sweeps: int) -> tuple[float, float, list[A
     return cpu / n * 1e6, wall / n * 1e6, last
 
 
+def time_getters(src: NvmlSource, repeat: int = 200) -> dict[str, float]:
+    """Median wall us of each hot getter on GPU 0 (to see what dominates a hot sample)."""
+    nv = src.nvml
+    if not src.gpus:
+        return {}
+    h = src.gpus[0].handle
+    calls = {
+        "util": lambda: nv.nvmlDeviceGetUtilizationRates(h),
+        "mem": lambda: nv.nvmlDeviceGetMemoryInfo(h),
+        "power": lambda: nv.nvmlDeviceGetPowerUsage(h),
+        "temp": lambda: nv.nvmlDeviceGetTemperature(h, nv.NVML_TEMPERATURE_GPU),
+        "sm_clock": lambda: nv.nvmlDeviceGetClockInfo(h, nv.NVML_CLOCK_SM),
+        "clock_event_reasons": lambda: nv.nvmlDeviceGetCurrentClocksEventReasons(h),
+        "mem_temp_field": lambda: nv.nvmlDeviceGetFieldValues(h, [nv.NVML_FI_DEV_MEMORY_TEMP]),
+    }
+    out: dict[str, float] = {}
+    for name, fn in calls.items():
+        times = []
+        for _ in range(repeat):
+            t0 = time.perf_counter()
+            try:
+                fn()
+            except Exception:
+                out[name] = -1.0  # raised (e.g. NotSupported): not part of the steady state
+                break
+            times.append((time.perf_counter() - t0) * 1e6)
+        else:
+            out[name] = round(statistics.median(times), 2)
+    return out
+
+
 def time_nvidia_smi(runs: int, out: Path | None) -> float | None:
     """Median wall ms of one `nvidia-smi --query-gpu` for the same fields; None without it."""
     exe = shutil.which("nvidia-smi")
@@ -202,7 +233,8 @@ def run(argv: list[str]) -> dict[str, Any]:
         "figures": "FAKE NVML (recorded H100 values), not H100 measurements"
         if args.fake
         else "real NVML on this machine",
-        "unsupported_getters": sorted(f"{i}:{n}" for i, n in src.unsupported),
+        "getter_median_us": time_getters(src),
+        "unsupported_getters": sorted(f"{i}:{n}{a or ''}" for i, n, a in src.unsupported),
     }
     if not args.no_fault:
         result.update(check_fault(args, nvml, node, out))

@@ -317,7 +317,7 @@ class FakeNvml:
         """Deprecated alias of nvmlDeviceGetCurrentClocksEventReasons."""
         return self.nvmlDeviceGetCurrentClocksEventReasons(handle)
 
-    def nvmlDeviceGetFieldValues(self, handle: Any, field_ids: list[Any]) -> Any:
+    def nvmlDeviceGetFieldValues(self, handle: Any, field_ids: list[Any] | tuple[Any, ...]) -> Any:
         """An array of c_nvmlFieldValue_t; per-field nvmlReturn as recorded on the H100."""
         gpu = self._device("nvmlDeviceGetFieldValues", handle)
         values = (pynvml.c_nvmlFieldValue_t * len(field_ids))()

@@ -84,7 +84,8 @@ class NvmlSource:
         self.clock = clock
         self.health = health or SourceHealth("nvml")
         self.gpus: list[NvmlGpu] = []
-        self.unsupported: set[tuple[int, str]] = set()
+        # (gpu index, getter, args) NVML said NotSupported for: never asked again.
+        self.unsupported: set[tuple[int, str, tuple[Any, ...]]] = set()
         self._tick = 0
         self._opened = False
         self._driver: str | None = None
@@ -171,7 +172,7 @@ class NvmlSource:
 
     def call(self, gpu: NvmlGpu, fn_name: str, *args: Any) -> Any:
         """Call an NVML getter on a GPU: _MISSING if unsupported (remembered) or failed."""
-        key = (gpu.index, fn_name if not args else f"{fn_name}{args}")
+        key = (gpu.index, fn_name, args)
         if key in self.unsupported:
             return _MISSING
         try:
@@ -188,10 +189,10 @@ class NvmlSource:
 
     def field_values(self, gpu: NvmlGpu, field_ids: list[int]) -> dict[int, float]:
         """Field values by id, skipping ids known unsupported; remembers per-field NotSupported."""
-        wanted = [f for f in field_ids if (gpu.index, f"field{f}") not in self.unsupported]
+        wanted = [f for f in field_ids if (gpu.index, "field", (f,)) not in self.unsupported]
         if not wanted:
             return {}
-        values = self.call(gpu, "nvmlDeviceGetFieldValues", wanted)
+        values = self.call(gpu, "nvmlDeviceGetFieldValues", tuple(wanted))
         if values is _MISSING:
             return {}
         out: dict[int, float] = {}
@@ -199,7 +200,7 @@ class NvmlSource:
             if fv.nvmlReturn == self.nvml.NVML_SUCCESS:
                 out[int(fv.fieldId)] = _field_value(self.nvml, fv)
             elif fv.nvmlReturn == self.nvml.NVML_ERROR_NOT_SUPPORTED:
-                self.unsupported.add((gpu.index, f"field{int(fv.fieldId)}"))
+                self.unsupported.add((gpu.index, "field", (int(fv.fieldId),)))
         return out
 
     def hot_sample(self, gpu: NvmlGpu, now: float) -> Sample:
