@@ -1,0 +1,353 @@
+"""Which job held the GPU or node an event happened on, and which event caused a job to fail.
+
+Built once per pass from a few batched queries (GPU directory, allocation spans of the nodes the
+pass touches) so that attributing each event is a dictionary lookup, not a query.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlalchemy import and_, func, or_, select
+from sqlalchemy.orm import Session
+
+from correlator.rules import classify_event
+from correlator.taxonomy import Category, Verdict
+from timeline import tables as t
+from timeline.models import Event, EventKind, Severity
+from timeline.pci import normalize_pci_bus_id
+
+# Events that say something changed but never cause a failure themselves.
+NOT_A_CAUSE = frozenset({EventKind.JOB_STATE, EventKind.PROGRESS, EventKind.AGENT})
+HARDWARE = frozenset({Category.GPU_HARDWARE, Category.INTERCONNECT, Category.NODE})
+# Scheduler words for a job that ended badly (Slurm states; Kubernetes pod phases and reasons).
+FAILED_STATES = frozenset(
+    {
+        "FAILED",
+        "NODE_FAIL",
+        "TIMEOUT",
+        "OUT_OF_MEMORY",
+        "BOOT_FAIL",
+        "DEADLINE",
+        "PREEMPTED",
+        "OOMKILLED",
+        "ERROR",
+        "EVICTED",
+        "CRASHLOOPBACKOFF",
+    }
+)
+RUNNING_STATES = frozenset({"RUNNING", "COMPLETING", "CONFIGURING"})
+
+
+@dataclass(frozen=True, slots=True)
+class JobRef:
+    """A job as attribution needs it: who to tell and where it ran."""
+
+    job_id: str
+    scheduler: str
+    user: str | None = None
+    account: str | None = None
+    state: str | None = None
+    start_ts: float | None = None
+    end_ts: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class GpuRef:
+    """One GPU's identity from the gpus table."""
+
+    uuid: str
+    node: str
+    index: int | None
+    pci_bus_id: str | None
+
+
+@dataclass(slots=True)
+class Span:
+    """A job holding one GPU (index >= 0) or a whole node (index -1) from start to end."""
+
+    start: float
+    end: float
+    gpu_index: int
+    gpu_uuid: str | None
+    job: JobRef
+
+
+@dataclass(slots=True)
+class Ev:
+    """A stored event with its verdict and the jobs it belongs to."""
+
+    id: int
+    ts: float
+    received_ts: float
+    node: str | None
+    kind: EventKind
+    code: int | None
+    message: str
+    raw: str | None
+    payload: dict[str, Any]
+    count: int
+    job_id: str | None
+    gpu: GpuRef | None
+    gpu_uuid: str | None
+    pci_bus_id: str | None
+    verdict: Verdict | None = None
+    jobs: list[JobRef] = field(default_factory=list)
+    severity: str = "info"
+
+    def gpu_key(self) -> str:
+        """The most specific GPU identity this event carries ('' for node events)."""
+        if self.gpu is not None:
+            return self.gpu.uuid
+        return self.gpu_uuid or self.pci_bus_id or ""
+
+    def state_word(self) -> str:
+        """The scheduler's state word of a JOB_STATE event, upper case ('' if none)."""
+        for key in ("state", "to", "new_state", "phase"):
+            value = self.payload.get(key)
+            if isinstance(value, str) and value:
+                return value.split()[0].upper()
+        return ""
+
+    def is_job_failure(self) -> bool:
+        """A JOB_STATE event saying its job ended badly."""
+        if self.kind is not EventKind.JOB_STATE:
+            return False
+        term = self.payload.get("termination")
+        reason = term.get("reason") if isinstance(term, dict) else None
+        words = {self.state_word(), str(reason or "").upper()}
+        return bool(words & FAILED_STATES) or self.severity in ("error", "critical")
+
+    def is_job_running(self) -> bool:
+        """A JOB_STATE event saying its job runs (again)."""
+        return self.kind is EventKind.JOB_STATE and self.state_word() in RUNNING_STATES
+
+
+class GpuDirectory:
+    """GPU identities by uuid, by (node, PCI bus id) and by (node, index)."""
+
+    def __init__(self, rows: Iterable[GpuRef]) -> None:
+        self.by_uuid: dict[str, GpuRef] = {}
+        self.by_pci: dict[tuple[str, str], GpuRef] = {}
+        self.by_index: dict[tuple[str, int], GpuRef] = {}
+        for g in rows:
+            self.by_uuid[g.uuid] = g
+            if g.pci_bus_id:
+                self.by_pci[(g.node, g.pci_bus_id)] = g
+            if g.index is not None:
+                self.by_index[(g.node, g.index)] = g
+
+    @classmethod
+    def load(cls, session: Session, *, nodes: Iterable[str] | None = None) -> GpuDirectory:
+        """The GPUs of these nodes (all GPUs when None)."""
+        stmt = select(t.gpus.c.uuid, t.gpus.c.node, t.gpus.c.index, t.gpus.c.pci_bus_id)
+        if nodes is not None:
+            stmt = stmt.where(t.gpus.c.node.in_(sorted(set(nodes))))
+        rows = session.execute(stmt).all()
+        return cls(GpuRef(r[0], r[1], r[2], normalize_pci_bus_id(r[3])) for r in rows)
+
+    def resolve(self, node: str | None, uuid: str | None, pci: str | None) -> GpuRef | None:
+        """The GPU an event names by uuid or by PCI bus id on its node."""
+        if uuid and uuid in self.by_uuid:
+            return self.by_uuid[uuid]
+        if pci and node:
+            return self.by_pci.get((node, normalize_pci_bus_id(pci) or pci))
+        return None
+
+
+class AllocationIndex:
+    """Allocation spans of some nodes over a time range, with their jobs, held in memory."""
+
+    def __init__(self, spans: Iterable[tuple[str, Span]]) -> None:
+        self.by_node: dict[str, list[Span]] = defaultdict(list)
+        self.jobs: dict[str, JobRef] = {}
+        self.nodes_of: dict[str, set[str]] = defaultdict(set)
+        for node, span in spans:
+            self.by_node[node].append(span)
+            self.jobs.setdefault(span.job.job_id, span.job)
+            self.nodes_of[span.job.job_id].add(node)
+
+    @classmethod
+    def load(
+        cls,
+        session: Session,
+        *,
+        nodes: Iterable[str] | None,
+        since: float,
+        until: float,
+        job_ids: Iterable[str] = (),
+    ) -> AllocationIndex:
+        """Spans overlapping [since, until] on these nodes (all when None) or of these jobs."""
+        a, j = t.allocations, t.jobs
+        stmt = (
+            select(
+                a.c.node,
+                a.c.start_ts,
+                a.c.end_ts,
+                a.c.gpu_index,
+                a.c.gpu_uuid,
+                j.c.job_id,
+                j.c.scheduler,
+                j.c.user,
+                j.c.account,
+                j.c.state,
+                j.c.start_ts,
+                j.c.end_ts,
+            )
+            .join(j, and_(j.c.job_id == a.c.job_id, j.c.scheduler == a.c.scheduler))
+            .where(a.c.start_ts <= until, or_(a.c.end_ts.is_(None), a.c.end_ts >= since))
+        )
+        if nodes is not None:
+            wanted = a.c.node.in_(sorted(set(nodes)))
+            ids = sorted(set(job_ids))
+            stmt = stmt.where(or_(wanted, a.c.job_id.in_(ids)) if ids else wanted)
+        jobs: dict[tuple[str, str], JobRef] = {}
+        spans = []
+        for r in session.execute(stmt).all():
+            job = jobs.get((r[5], r[6]))
+            if job is None:
+                job = jobs[(r[5], r[6])] = JobRef(r[5], r[6], r[7], r[8], r[9], r[10], r[11])
+            end = math.inf if r[2] is None else r[2]
+            spans.append((r[0], Span(r[1], end, r[3], r[4], job)))
+        return cls(spans)
+
+    def jobs_at(self, node: str | None, ts: float, gpu: GpuRef | None) -> list[JobRef]:
+        """Jobs holding this GPU (or, for a node event, anything on the node) at `ts`."""
+        if node is None:
+            return []
+        out: list[JobRef] = []
+        for s in self.by_node.get(node, ()):
+            if not (s.start <= ts < s.end):
+                continue
+            if gpu is not None and s.gpu_index >= 0:
+                same = s.gpu_uuid == gpu.uuid if s.gpu_uuid else s.gpu_index == gpu.index
+                if not same:
+                    continue
+            if s.job not in out:
+                out.append(s.job)
+        return out
+
+    def gpus_of(self, job_id: str, node: str, ts: float) -> set[int] | None:
+        """GPU indexes the job held on a node at `ts`; None means the whole node."""
+        held: set[int] = set()
+        for s in self.by_node.get(node, ()):
+            if s.job.job_id == job_id and s.start <= ts < s.end:
+                if s.gpu_index < 0:
+                    return None
+                held.add(s.gpu_index)
+        return held
+
+
+def to_ev(row: Any, gpus: GpuDirectory) -> Ev:
+    """An Ev from an events row (mapping)."""
+    try:
+        kind = EventKind(row["kind"])
+    except ValueError:
+        kind = EventKind.OTHER
+    gpu = gpus.resolve(row["node"], row["gpu_uuid"], row["pci_bus_id"])
+    return Ev(
+        id=row["id"], ts=row["ts"], received_ts=row["received_ts"], node=row["node"], kind=kind,
+        code=row["code"], message=row["message"] or "", raw=row["raw"],
+        payload=row["payload"] or {},
+        count=row["count"] or 1, job_id=row["job_id"], gpu=gpu, gpu_uuid=row["gpu_uuid"],
+        pci_bus_id=row["pci_bus_id"], severity=row["severity"],
+    )  # fmt: skip
+
+
+class VerdictCache:
+    """classify_event memoized on the event's text and fields: a flood is classified once."""
+
+    def __init__(self) -> None:
+        self._cache: dict[tuple[Any, ...], Verdict | None] = {}
+        self.classified = 0
+
+    def verdict(self, ev: Ev) -> Verdict | None:
+        """The rules' verdict for this event."""
+        key = (ev.kind, ev.code, ev.message, ev.raw, repr(ev.payload))
+        if key in self._cache:
+            return self._cache[key]
+        event = Event.model_construct(
+            ts=ev.ts, node=ev.node, source="store", kind=ev.kind, gpu_uuid=ev.gpu_uuid,
+            pci_bus_id=ev.pci_bus_id, job_id=ev.job_id, code=ev.code, severity=Severity.INFO,
+            message=ev.message, raw=ev.raw, payload=ev.payload, count=ev.count, dedup_key=None,
+        )  # fmt: skip
+        verdict = classify_event(event)
+        if len(self._cache) > 50_000:  # bounded: distinct texts, not events, fill it
+            self._cache.clear()
+        self._cache[key] = verdict
+        return verdict
+
+
+def attribute(ev: Ev, index: AllocationIndex) -> list[JobRef]:
+    """The jobs an event belongs to: its own job id, else whoever held its GPU/node then."""
+    if ev.job_id:
+        job = index.jobs.get(ev.job_id)
+        return [job] if job else [JobRef(ev.job_id, "unknown")]
+    return index.jobs_at(ev.node, ev.ts, ev.gpu)
+
+
+def cause_score(ev: Ev, ref_ts: float) -> tuple[int, int, float, float]:
+    """Higher is a likelier root cause: root-cause flag, priority, confidence, then nearness."""
+    v = ev.verdict
+    assert v is not None
+    return (int(v.root_cause), v.priority, v.confidence, -abs(ref_ts - ev.ts))
+
+
+def candidate_events(
+    session: Session,
+    *,
+    nodes: Iterable[str],
+    since: float,
+    until: float,
+    gpus: GpuDirectory,
+    cache: VerdictCache,
+    limit: int = 2000,
+) -> list[Ev]:
+    """Events on these nodes in [since, until] that could cause a failure, one per flood."""
+    e = t.events
+    node_list = sorted(set(nodes))
+    if not node_list:
+        return []
+    group = (e.c.node, e.c.kind, e.c.code, e.c.gpu_uuid, e.c.pci_bus_id, e.c.message)
+    stmt = (
+        select(func.min(e.c.id), func.max(e.c.ts), func.sum(e.c.count))
+        .where(e.c.node.in_(node_list), e.c.ts >= since, e.c.ts <= until)
+        .where(e.c.kind.notin_([k.value for k in NOT_A_CAUSE]))
+        .group_by(*group)
+        .limit(limit)
+    )
+    groups = {int(r[0]): (float(r[1]), int(r[2] or 1)) for r in session.execute(stmt).all()}
+    if not groups:
+        return []
+    out = []
+    for row in session.execute(select(e).where(e.c.id.in_(list(groups)))).mappings():
+        ev = to_ev(row, gpus)
+        ev.ts, ev.count = groups[ev.id]  # the newest line of the flood, and its size
+        ev.verdict = cache.verdict(ev)
+        if ev.verdict is not None:
+            out.append(ev)
+    return out
+
+
+def best_cause(
+    candidates: Iterable[Ev], *, job: JobRef, index: AllocationIndex, ref_ts: float
+) -> Ev | None:
+    """The likeliest root cause of a job's failure among events on its nodes and GPUs."""
+    best: Ev | None = None
+    for ev in candidates:
+        v = ev.verdict
+        if v is None or v.category is None or not v.root_cause:
+            continue
+        if ev.job_id and ev.job_id != job.job_id:
+            continue  # another job's own log line
+        if ev.gpu is not None and ev.node is not None:
+            held = index.gpus_of(job.job_id, ev.node, min(ev.ts, ref_ts - 1e-6))
+            if held is not None and ev.gpu.index not in held:
+                continue  # a fault on a GPU this job did not hold
+        if best is None or cause_score(ev, ref_ts) > cause_score(best, ref_ts):
+            best = ev
+    return best

@@ -1,0 +1,132 @@
+"""The correlator's one transaction owner: read new events and telemetry, write incidents."""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any
+
+from sqlalchemy import or_, select, text
+from sqlalchemy.orm import Session, sessionmaker
+
+from correlator import hang, idle, service
+from correlator.attribution import VerdictCache
+from correlator.events import EventPass
+from correlator.incidents import IncidentBook, explain
+from correlator.lifecycle import resolve_cleared
+from correlator.models import CorrelationReport
+from timeline import tables as t
+from timeline.db import unit_of_work
+from timeline.settings import Settings
+
+log = logging.getLogger(__name__)
+
+CURSOR = "events_cursor"  # {"id": last event id read, "gaps": [[lo, hi, first_seen_ts], ...]}
+LAST_HANG = "hang_last_run_ts"
+LAST_IDLE = "idle_last_run_ts"
+_LOCK_KEY = 0x466C6D43  # "FlmC": one correlator at a time across PostgreSQL replicas
+_MAX_GAPS = 200
+# Classifying is pure; keeping the cache across passes makes floods of one line cheap for good.
+_CACHE = VerdictCache()
+
+
+def _lock(session: Session) -> bool:
+    if session.get_bind().dialect.name != "postgresql":
+        return True  # SQLite serializes writers itself
+    got = session.execute(text("select pg_try_advisory_xact_lock(:k)"), {"k": _LOCK_KEY})
+    return bool(got.scalar_one())
+
+
+def _read_events(
+    session: Session, cursor: dict[str, Any], *, limit: int, now: float, settle_s: float
+) -> list[Any]:
+    """Events after the cursor, plus ids skipped earlier that may have committed since.
+
+    On PostgreSQL ids can commit out of order; a gap below the cursor is re-read until it
+    settles, so no event is lost to a slow concurrent transaction.
+    """
+    e = t.events
+    gaps = [g for g in cursor.get("gaps", []) if now - g[2] < settle_s]
+    cond = e.c.id > int(cursor.get("id", 0))
+    if gaps:
+        cond = or_(cond, *[e.c.id.between(g[0], g[1]) for g in gaps])
+    rows = list(session.execute(select(e).where(cond).order_by(e.c.id).limit(limit)).mappings())
+    seen = {r["id"] for r in rows}
+    kept = []
+    for lo, hi, first in gaps:
+        while lo <= hi and lo in seen:  # shrink from both ends: bounded by rows read
+            lo += 1
+        while hi >= lo and hi in seen:
+            hi -= 1
+        if lo <= hi:
+            kept.append([lo, hi, first])
+    last = int(cursor.get("id", 0))
+    for r in rows:
+        if r["id"] > last + 1:
+            kept.append([last + 1, r["id"] - 1, now])
+        last = max(last, r["id"])
+    cursor["id"], cursor["gaps"] = last, kept[-_MAX_GAPS:]
+    return rows
+
+
+def _due(session: Session, name: str, interval: float, now: float) -> bool:
+    last = service.get_state(session, name=name)
+    if last is not None and now - float(last) < interval:
+        return False
+    service.set_state(session, name=name, value=now, now=now)
+    return True
+
+
+def correlate_once(
+    session_factory: sessionmaker[Session], *, settings: Settings, now: float | None = None
+) -> CorrelationReport:
+    """One pass: events since the cursor -> incidents; hang and idle detectors when due."""
+    started = time.time()
+    now = started if now is None else now
+    report = CorrelationReport()
+    with unit_of_work(session_factory) as session:
+        if not _lock(session):
+            report.skipped = "another replica is correlating"
+            return report
+        cursor = service.get_state(session, name=CURSOR) or {"id": 0, "gaps": []}
+        rows = _read_events(
+            session,
+            cursor,
+            limit=settings.correlator_max_events,
+            now=now,
+            settle_s=settings.correlator_settle_s,
+        )
+        book = IncidentBook(
+            service.open_incidents(session),
+            dedup_window_s=settings.correlator_dedup_window_s,
+            evidence_cap=settings.correlator_evidence_cap,
+        )
+        events = EventPass(session, book=book, settings=settings, cache=_CACHE, report=report)
+        events.run(rows)
+        resolved = resolve_cleared(
+            session, book=book, running=events.running, settings=settings, now=now
+        )
+        if _due(session, LAST_HANG, settings.hang_interval_s, now):
+            report.hangs_flagged = hang.detect(session, book=book, settings=settings, now=now)
+        if _due(session, LAST_IDLE, settings.idle_interval_s, now):
+            report.idle_opened, report.idle_resolved = idle.detect(
+                session, settings=settings, now=now
+            )
+        _save(session, book, now=time.time())
+        service.set_state(session, name=CURSOR, value=cursor, now=now)
+        report.cursor = int(cursor["id"])
+        report.incidents_opened = book.opened
+        report.incidents_resolved = len(resolved) + len(book.superseded)
+        report.incidents_updated = len(book.changed) - report.incidents_resolved
+    report.committed_ts = time.time()
+    report.duration_s = report.committed_ts - started
+    return report
+
+
+def _save(session: Session, book: IncidentBook, *, now: float) -> None:
+    changed = list(book.superseded) + list(book.changed.values())
+    for inc in changed:
+        inc.explanation = explain(inc)
+    # Updates (resolutions) before inserts: the open-fingerprint index allows one open row each.
+    service.save_incidents(session, incidents=[i for i in changed if i.id is not None], now=now)
+    service.save_incidents(session, incidents=[i for i in changed if i.id is None], now=now)

@@ -1,0 +1,223 @@
+"""Collective-hang detection from telemetry: every GPU of a job busy at near-idle power.
+
+A kernel spinning on a flag (what NCCL does while a peer never arrives) keeps utilization at
+100% but draws little power: on the real H100 trace (tests/fixtures/telemetry) a spin sits at
+~118-137 W against ~71 W idle and ~620-700 W for real matmul work. Thresholds are therefore
+relative to each GPU's own observed idle power and its power limit, not absolute watts.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
+
+from correlator import service
+from correlator.attribution import JobRef
+from correlator.incidents import IncidentBook, fingerprint
+from correlator.models import AffectedJob, Incident, IncidentState
+from timeline import service as store
+from timeline import tables as t
+from timeline.models import EventKind
+from timeline.settings import Settings
+
+# Board power limits by model name (NVIDIA datasheets), most specific first; the GPU's own
+# reported limit (Sample.extra["power_limit_w"]) wins over these.
+_MODEL_LIMITS_W = (
+    ("H100 PCIE", 350.0),
+    ("H100 NVL", 400.0),
+    ("H100", 700.0),
+    ("H200 NVL", 600.0),
+    ("H200", 700.0),
+    ("GH200", 900.0),
+    ("B200", 1000.0),
+    ("A100 80GB PCIE", 300.0),
+    ("A100-PCIE", 250.0),
+    ("A100", 400.0),
+    ("L40S", 350.0),
+    ("L40", 300.0),
+    ("L4", 72.0),
+    ("A10G", 300.0),
+)
+_LIMIT_KEYS = ("power_limit_w", "enforced_power_limit_w")
+
+
+def model_power_limit(name: str | None) -> float | None:
+    """The board power limit of a GPU model by its NVML name, when known."""
+    upper = (name or "").upper()
+    for needle, watts in _MODEL_LIMITS_W:
+        if needle in upper:
+            return watts
+    return None
+
+
+@dataclass
+class Profile:
+    """What a GPU draws idle and at most; the spin threshold lies between."""
+
+    idle_w: float | None
+    max_w: float | None
+    limit_w: float | None
+
+    def spin_ceiling(self, *, fraction: float, default_limit_w: float) -> float | None:
+        """Power below which a fully busy GPU is spinning rather than computing."""
+        if self.idle_w is None:
+            return None
+        limit = self.limit_w or max(self.max_w or 0.0, default_limit_w)
+        return self.idle_w + fraction * max(limit - self.idle_w, 0.0)
+
+
+def spin_streak(
+    samples: Sequence[tuple[float, float | None, float | None]],
+    *,
+    ceiling: float,
+    util_min: float,
+    max_gap_s: float,
+) -> tuple[float, float] | None:
+    """(start, end) of the trailing run of spin samples (ts, util, power), or None."""
+    start = end = None
+    for ts, util, power in reversed(samples):
+        spinning = util is not None and power is not None
+        spinning = spinning and util >= util_min and power <= ceiling  # type: ignore[operator]
+        if not spinning or (start is not None and start - ts > max_gap_s):
+            break
+        end = ts if end is None else end
+        start = ts
+    return (start, end) if start is not None and end is not None else None
+
+
+def _job_gpus(session: Session, now: float) -> tuple[dict[str, set[str]], dict[str, JobRef]]:
+    """GPU uuids per running job (whole-node allocations count every GPU of the node)."""
+    g = t.gpus
+    gpu_rows = session.execute(select(g.c.uuid, g.c.node, g.c.index)).all()
+    by_index = {(r[1], r[2]): r[0] for r in gpu_rows}
+    by_node: dict[str, set[str]] = defaultdict(set)
+    for r in gpu_rows:
+        by_node[r[1]].add(r[0])
+    gpus: dict[str, set[str]] = defaultdict(set)
+    jobs: dict[str, JobRef] = {}
+    for a in store.current_allocations(session, at=now):
+        job = a["job_id"]
+        jobs.setdefault(job, JobRef(job, a["scheduler"], a["user"], a["account"], a["state"]))
+        if a["gpu_index"] is None or a["gpu_index"] < 0:
+            gpus[job] |= by_node.get(a["node"], set())
+        elif a["gpu_uuid"] or (a["node"], a["gpu_index"]) in by_index:
+            gpus[job].add(a["gpu_uuid"] or by_index[(a["node"], a["gpu_index"])])
+    return gpus, jobs
+
+
+def _profiles(session: Session, samples: dict[str, list[Any]], *, now: float) -> dict[str, Profile]:
+    """Learned power profiles, updated with this window's samples and persisted."""
+    stored = service.power_profiles(session, gpu_uuids=samples)
+    stmt = select(t.gpus.c.uuid, t.gpus.c.name).where(t.gpus.c.uuid.in_(list(samples)))
+    names = {r[0]: r[1] for r in session.execute(stmt).all()}
+    out, rows = {}, []
+    for uuid, rows_ in samples.items():
+        powers = [r[2] for r in rows_ if r[2] is not None]
+        limits = [r[3] for r in rows_ if r[3]]
+        old = stored.get(uuid, {})
+        idle = min([*powers, *([old["idle_w"]] if old.get("idle_w") else [])], default=None)
+        peak = max([*powers, *([old["max_w"]] if old.get("max_w") else [])], default=None)
+        limit = limits[-1] if limits else old.get("limit_w") or model_power_limit(names.get(uuid))
+        out[uuid] = Profile(idle, peak, limit)
+        rows.append({"gpu_uuid": uuid, "idle_w": idle, "max_w": peak, "limit_w": limit})
+    service.save_power_profiles(session, profiles=rows, known=set(stored), now=now)
+    return out
+
+
+def _samples(session: Session, uuids: set[str], since: float, until: float) -> dict[str, list[Any]]:
+    s = t.samples
+    stmt = (
+        select(s.c.gpu_uuid, s.c.ts, s.c.util_gpu, s.c.power_w, s.c.extra)
+        .where(s.c.gpu_uuid.in_(sorted(uuids)), s.c.ts >= since, s.c.ts <= until)
+        .order_by(s.c.gpu_uuid, s.c.ts)
+    )
+    out: dict[str, list[Any]] = defaultdict(list)
+    for uuid, ts, util, power, extra in session.execute(stmt).all():
+        limit = next((extra[k] for k in _LIMIT_KEYS if extra and extra.get(k)), None)
+        out[uuid].append((ts, util, power, limit))
+    return out
+
+
+def _stalled(session: Session, job_id: str, since: float) -> bool:
+    e = t.events
+    stmt = select(func.count()).where(
+        e.c.job_id == job_id, e.c.kind == EventKind.PROGRESS_STALLED.value, e.c.ts >= since
+    )
+    return bool(session.execute(stmt).scalar_one())
+
+
+def detect(session: Session, *, book: IncidentBook, settings: Settings, now: float) -> int:
+    """Open or refresh "collective hang suspected" incidents; resolve those that cleared."""
+    gpus, jobs = _job_gpus(session, now)
+    window = settings.hang_min_duration_s + settings.hang_interval_s + 60.0
+    uuids = set().union(*gpus.values()) if gpus else set()
+    samples = _samples(session, uuids, now - window, now)
+    profiles = _profiles(session, samples, now=now)
+    hanging: dict[str, tuple[float, float, int]] = {}
+    for job_id, uuids in gpus.items():
+        streaks = []
+        for uuid in uuids & set(samples):
+            ceiling = profiles[uuid].spin_ceiling(
+                fraction=settings.hang_power_fraction,
+                default_limit_w=settings.hang_default_power_limit_w,
+            )
+            rows = [(r[0], r[1], r[2]) for r in samples[uuid]]
+            streak = None if ceiling is None else spin_streak(
+                rows, ceiling=ceiling, util_min=settings.hang_util_min,
+                max_gap_s=settings.hang_max_sample_gap_s,
+            )  # fmt: skip
+            streaks.append(streak)
+        fresh = [s for s in streaks if s and now - s[1] <= settings.hang_max_sample_gap_s]
+        if streaks and len(fresh) == len(streaks):
+            start = max(s[0] for s in fresh)  # all GPUs spin since the latest streak start
+            if max(s[1] for s in fresh) - start >= settings.hang_min_duration_s:
+                hanging[job_id] = (start, max(s[1] for s in fresh), len(fresh))
+    for job_id, (start, end, n) in hanging.items():
+        _flag(book, jobs[job_id], start, end, n, _stalled(session, job_id, start - 600.0))
+    for inc in list(book.by_fp.values()):
+        if inc.details.get("detector") == "hang" and inc.job_id not in hanging:
+            inc.state, inc.resolved_ts = IncidentState.RESOLVED, now
+            inc.resolution = "the job's GPUs are no longer spinning (or the job ended)"
+            book.changed[inc.fingerprint] = inc
+            book.by_fp.pop(inc.fingerprint, None)
+    return len(hanging)
+
+
+def _flag(book: IncidentBook, job: JobRef, start: float, end: float, n: int, stalled: bool) -> None:
+    fp = fingerprint("hang", job.job_id)
+    inc = book.by_fp.get(fp)
+    if inc is None:
+        inc = Incident(
+            fingerprint=fp,
+            category="nccl_timeout_unknown",
+            blame="unknown",
+            title=f"collective hang suspected: all {n} GPUs of job {job.job_id} spin at idle power",
+            job_id=job.job_id,
+            opened_ts=end,
+            last_seen_ts=end,
+            affected_jobs=[AffectedJob(job_id=job.job_id, scheduler=job.scheduler,
+                                       user=job.user, account=job.account)],
+            action="dump the job's stacks (py-spy dump) to find the stuck rank; if it does not "
+            "recover, cancel and resubmit from the last checkpoint",
+            details={"detector": "hang", "priority": 10},
+        )  # fmt: skip
+        book.by_fp[fp] = inc
+        book.opened += 1
+    inc.last_seen_ts = end
+    inc.count = max(1, int((end - start) // 10) + 1)
+    inc.confidence = 0.8 if stalled else 0.6
+    inc.details.update(
+        spin_since_ts=start,
+        gpus=n,
+        corroborated_by="W&B step stall" if stalled else None,
+        evidence=[
+            f"{n} GPUs at >= 90% utilization and near-idle power for {end - start:.0f} s"
+            + ("; W&B reports no training step" if stalled else "")
+        ],
+    )
+    book.changed[fp] = inc

@@ -1,0 +1,105 @@
+"""Idle-GPU findings: allocated GPUs doing nothing, with GPU-hours and cost wasted."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
+
+from correlator import service
+from correlator.models import IdleFinding, IncidentState
+from timeline import service as store
+from timeline import tables as t
+from timeline.settings import Settings
+
+
+def _allocated_gpus(session: Session, now: float) -> dict[tuple[str, str], dict[str, Any]]:
+    """(job id, GPU uuid) -> allocation facts, for GPUs held right now."""
+    g = t.gpus
+    gpu_rows = session.execute(select(g.c.uuid, g.c.node, g.c.index, g.c.pci_bus_id)).all()
+    by_index = {(r[1], r[2]): r for r in gpu_rows}
+    by_uuid = {r[0]: r for r in gpu_rows}
+    out: dict[tuple[str, str], dict[str, Any]] = {}
+    for a in store.current_allocations(session, at=now):
+        if a["gpu_index"] is None or a["gpu_index"] < 0:
+            held = [r for r in gpu_rows if r[1] == a["node"]]
+        else:
+            row = by_uuid.get(a["gpu_uuid"]) or by_index.get((a["node"], a["gpu_index"]))
+            held = [row] if row else []
+        for r in held:
+            out[(a["job_id"], r[0])] = a | {"uuid": r[0], "index": r[2], "pci": r[3]}
+    return out
+
+
+def _window_stats(
+    session: Session, uuids: list[str], since: float, until: float, threshold: float
+) -> dict[str, tuple[float, float, float | None, float | None]]:
+    """uuid -> (first ts, last ts, newest busy ts or None, max util) of samples in the window."""
+    s = t.samples
+    base = [s.c.gpu_uuid.in_(uuids), s.c.ts >= since, s.c.ts <= until, s.c.util_gpu.is_not(None)]
+    busy = dict(
+        session.execute(
+            select(s.c.gpu_uuid, func.max(s.c.ts))
+            .where(*base, s.c.util_gpu > threshold)
+            .group_by(s.c.gpu_uuid)
+        ).all()
+    )
+    stmt = (
+        select(s.c.gpu_uuid, func.min(s.c.ts), func.max(s.c.ts), func.max(s.c.util_gpu))
+        .where(*base)
+        .group_by(s.c.gpu_uuid)
+    )
+    return {u: (lo, hi, busy.get(u), mx) for u, lo, hi, mx in session.execute(stmt).all()}
+
+
+def _account(finding: IdleFinding, *, end: float, cost_per_hour: float) -> None:
+    finding.gpu_hours = round(max(end - finding.idle_since_ts, 0.0) / 3600.0, 6)
+    finding.cost = round(finding.gpu_hours * cost_per_hour, 4)
+
+
+def detect(session: Session, *, settings: Settings, now: float) -> tuple[int, int]:
+    """Open, extend and resolve idle findings; returns (opened, resolved)."""
+    threshold, need = settings.idle_util_threshold, settings.idle_min_duration_s
+    price = settings.idle_cost_per_gpu_hour
+    held = _allocated_gpus(session, now)
+    since = now - need - 2 * settings.idle_interval_s - 60.0
+    stats = (
+        _window_stats(session, sorted({u for _, u in held}), since, now, threshold) if held else {}
+    )
+    findings = {(f.job_id, f.gpu_uuid): f for f in service.open_idle_findings(session)}
+    fresh_s = max(3 * settings.idle_interval_s, 300.0)
+    changed, opened, resolved = [], 0, 0
+    for key, f in findings.items():
+        st = stats.get(key[1])
+        if key not in held:
+            why, end = "the allocation ended", f.last_seen_ts
+        elif st is not None and st[2] is not None and st[2] > f.last_seen_ts:
+            why, end = "the GPU is busy again", st[2]
+        else:
+            if st is not None:
+                f.last_seen_ts = max(f.last_seen_ts, st[1])
+            _account(f, end=f.last_seen_ts, cost_per_hour=price)
+            changed.append(f)
+            continue
+        f.state, f.resolved_ts, f.resolution = IncidentState.RESOLVED, end, why
+        _account(f, end=f.last_seen_ts, cost_per_hour=price)
+        changed.append(f)
+        resolved += 1
+    for key, a in held.items():
+        st = stats.get(key[1])
+        if key in findings or st is None or now - st[1] > fresh_s:
+            continue
+        idle_since = max(st[0], a["start_ts"], st[2] or 0.0)
+        if st[1] - idle_since < need:
+            continue
+        f = IdleFinding(
+            scheduler=a["scheduler"], job_id=a["job_id"], user=a["user"], account=a["account"],
+            node=a["node"], gpu_uuid=key[1], gpu_index=a["index"], pci_bus_id=a["pci"],
+            idle_since_ts=idle_since, last_seen_ts=st[1], max_util=st[3],
+        )  # fmt: skip
+        _account(f, end=st[1], cost_per_hour=price)
+        changed.append(f)
+        opened += 1
+    service.save_idle_findings(session, findings=changed, now=now)
+    return opened, resolved

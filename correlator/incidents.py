@@ -1,0 +1,179 @@
+"""Incidents: deterministic fingerprints, dedup of floods into counts, and plain-English text."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable
+
+from correlator.attribution import HARDWARE, Ev, JobRef
+from correlator.models import AffectedJob, Incident, IncidentState
+from correlator.taxonomy import Blame, Verdict
+
+MAX_QUOTE = 400  # characters of a raw evidence line quoted in an explanation
+
+
+def fingerprint(*parts: object) -> str:
+    """A stable hash of an incident's identity; the same failure always hashes the same."""
+    text = "\x1f".join("" if p is None else str(p) for p in parts)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def identity(ev: Ev, verdict: Verdict, jobs: list[JobRef]) -> tuple[object, ...]:
+    """What makes two pieces of evidence the same incident.
+
+    Hardware, node and fabric faults belong to the machine: one incident per category, node and
+    GPU whatever jobs ran there. Everything else is the job's: one incident per category and job.
+    """
+    category = verdict.category.value if verdict.category else None
+    if verdict.category in HARDWARE or verdict.blame in (Blame.NODE, Blame.INFRA) or not jobs:
+        return ("machine", category, ev.node, ev.gpu_key())
+    return ("job", category, jobs[0].job_id)
+
+
+def _affected(job: JobRef) -> AffectedJob:
+    return AffectedJob(
+        job_id=job.job_id, scheduler=job.scheduler, user=job.user, account=job.account
+    )
+
+
+class IncidentBook:
+    """The open incidents during one pass: evidence merges into them; new ones open."""
+
+    def __init__(
+        self, open_incidents: Iterable[Incident], *, dedup_window_s: float, evidence_cap: int
+    ) -> None:
+        self.by_fp: dict[str, Incident] = {i.fingerprint: i for i in open_incidents}
+        self.dedup_window_s = dedup_window_s
+        self.evidence_cap = evidence_cap
+        self.changed: dict[str, Incident] = {}
+        self.superseded: list[Incident] = []  # open ones a new occurrence replaced
+        self.opened = 0
+        self.quotes: dict[str, list[str]] = {}
+
+    def _open(self, fp: str, ev: Ev, verdict: Verdict, job_scoped: JobRef | None) -> Incident:
+        inc = Incident(
+            fingerprint=fp,
+            category=verdict.category.value if verdict.category else None,
+            blame=verdict.blame.value,
+            title=verdict.summary[:255],
+            opened_ts=ev.ts,
+            last_seen_ts=ev.ts,
+            count=0,
+            confidence=verdict.confidence,
+            job_id=job_scoped.job_id if job_scoped else None,
+            details={"priority": -1},
+        )
+        if job_scoped is None or ev.gpu is not None:
+            inc.culprit_node = ev.node
+            if ev.gpu is not None:
+                inc.culprit_gpu_uuid, inc.culprit_gpu_index = ev.gpu.uuid, ev.gpu.index
+                inc.culprit_pci_bus_id = ev.gpu.pci_bus_id
+            else:
+                inc.culprit_gpu_uuid, inc.culprit_pci_bus_id = ev.gpu_uuid, ev.pci_bus_id
+        self.by_fp[fp] = inc
+        self.opened += 1
+        return inc
+
+    def get_or_open(self, fp: str, ev: Ev, verdict: Verdict, job_scoped: JobRef | None) -> Incident:
+        """The open incident with this fingerprint, or a new occurrence of it."""
+        inc = self.by_fp.get(fp)
+        if inc is not None and ev.ts - inc.last_seen_ts > self.dedup_window_s:
+            inc.state, inc.resolved_ts = IncidentState.RESOLVED, inc.last_seen_ts
+            inc.resolution = "no new evidence within the dedup window; a new occurrence opened"
+            self.superseded.append(inc)
+            self.changed.pop(fp, None)
+            inc = None
+        return inc if inc is not None else self._open(fp, ev, verdict, job_scoped)
+
+    def add(self, ev: Ev, verdict: Verdict, jobs: list[JobRef]) -> Incident:
+        """Merge one root-cause event (or flood of it) into its incident."""
+        key = identity(ev, verdict, jobs)
+        job_scoped = jobs[0] if key[0] == "job" else None
+        inc = self.get_or_open(fingerprint(*key), ev, verdict, job_scoped)
+        inc.count += ev.count
+        inc.opened_ts = min(inc.opened_ts, ev.ts)
+        inc.last_seen_ts = max(inc.last_seen_ts, ev.ts)
+        if len(inc.evidence_event_ids) < self.evidence_cap and ev.id not in inc.evidence_event_ids:
+            inc.evidence_event_ids.append(ev.id)
+        if verdict.priority > int(inc.details.get("priority", -1)):
+            self._set_root(inc, ev, verdict)
+        for job in jobs:
+            self.add_job(inc, job)
+        self.changed[inc.fingerprint] = inc
+        return inc
+
+    def _set_root(self, inc: Incident, ev: Ev, verdict: Verdict) -> None:
+        inc.details["priority"] = verdict.priority
+        inc.category = verdict.category.value if verdict.category else None
+        inc.blame, inc.title, inc.action = (
+            verdict.blame.value,
+            verdict.summary[:255],
+            verdict.action,
+        )
+        inc.kind, inc.code, inc.root_cause_event_id = ev.kind.value, ev.code, ev.id
+        inc.confidence = max(inc.confidence, verdict.confidence)
+        quote = (ev.raw or ev.message or "").strip()
+        inc.details["evidence"] = [quote[:MAX_QUOTE]] if quote else []
+
+    def add_job(self, inc: Incident, job: JobRef) -> None:
+        """Record that a job was hit by this incident."""
+        if job.job_id not in inc.job_ids():
+            inc.affected_jobs.append(_affected(job))
+            self.changed[inc.fingerprint] = inc
+
+    def add_symptoms(self, inc: Incident, events: Iterable[Ev]) -> None:
+        """Link events that are consequences of this incident's root cause."""
+        have = set(inc.symptom_event_ids)
+        for ev in events:
+            if ev.id in have or len(inc.symptom_event_ids) >= self.evidence_cap:
+                continue
+            inc.symptom_event_ids.append(ev.id)
+            have.add(ev.id)
+            inc.last_seen_ts = max(inc.last_seen_ts, ev.ts)
+        self.changed[inc.fingerprint] = inc
+
+    def open_for(self, *, job_id: str) -> list[Incident]:
+        """Open incidents that affect or belong to a job."""
+        return [
+            i
+            for i in self.by_fp.values()
+            if i.state is IncidentState.OPEN and (i.job_id == job_id or job_id in i.job_ids())
+        ]
+
+
+def explain(inc: Incident) -> str:
+    """Plain English, 1-3 sentences: where, what, the evidence, and what to do."""
+    where = []
+    if inc.culprit_pci_bus_id or inc.culprit_gpu_index is not None:
+        gpu = f"GPU {inc.culprit_pci_bus_id or inc.culprit_gpu_uuid or '?'}"
+        if inc.culprit_gpu_index is not None:
+            gpu += f" (index {inc.culprit_gpu_index})"
+        where.append(gpu)
+    elif inc.culprit_gpu_uuid:
+        where.append(f"GPU {inc.culprit_gpu_uuid}")
+    if inc.culprit_node:
+        where.append(f"on {inc.culprit_node}")
+    jobs = [
+        f"job {j.job_id}" + (f" (user {j.user})" if j.user else "") for j in inc.affected_jobs[:3]
+    ]
+    if len(inc.affected_jobs) > 3:
+        jobs.append(f"{len(inc.affected_jobs) - 3} more jobs")
+    subject = " ".join(where) or (f"job {inc.job_id}" if inc.job_id else "the fleet")
+    first = f"{subject}: {inc.title}"
+    if inc.code is not None and inc.kind == "xid" and f"Xid {inc.code}" not in inc.title:
+        first += f" (Xid {inc.code})"
+    if jobs:
+        first += f", affecting {', '.join(jobs)}"
+    sentences = [first.rstrip(".") + "."]
+    why = []
+    evidence = inc.details.get("evidence") or []
+    if evidence:
+        why.append(f'"{evidence[0]}"' + (f" (seen {inc.count} times)" if inc.count > 1 else ""))
+    culprit = inc.details.get("culprit")
+    if isinstance(culprit, dict) and culprit.get("summary"):
+        why.append(str(culprit["summary"]))
+    if why:
+        sentences.append("Evidence: " + "; ".join(why).rstrip(".") + ".")
+    if inc.action:
+        sentences.append(f"To do: {inc.action.rstrip('.')}.")
+    return " ".join(sentences)

@@ -1,0 +1,226 @@
+"""Store functions for incidents, idle findings and correlator state; callers commit."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from sqlalchemy import bindparam, func, select, update
+from sqlalchemy.orm import Session
+
+from correlator import tables as ct
+from correlator.models import IdleFinding, IdleTotal, Incident, IncidentState
+from timeline.errors import NotFound
+
+_INCIDENT_COLS = [c.name for c in ct.incidents.columns if c.name != "id"]
+_IDLE_COLS = [c.name for c in ct.idle_findings.columns if c.name != "id"]
+
+
+def _incident_row(incident: Incident) -> dict[str, Any]:
+    row = incident.model_dump(mode="json", exclude={"id"})
+    return {k: row[k] for k in _INCIDENT_COLS}
+
+
+def get_state(session: Session, *, name: str) -> Any:
+    """A persisted correlator value (cursor, last run times), or None."""
+    stmt = select(ct.correlator_state.c.value).where(ct.correlator_state.c.name == name)
+    return session.execute(stmt).scalar_one_or_none()
+
+
+def set_state(session: Session, *, name: str, value: Any, now: float) -> None:
+    """Persist a correlator value."""
+    tbl = ct.correlator_state
+    done = session.execute(
+        update(tbl).where(tbl.c.name == name).values(value=value, updated_ts=now)
+    )
+    if done.rowcount == 0:  # type: ignore[attr-defined]
+        session.execute(tbl.insert().values(name=name, value=value, updated_ts=now))
+
+
+def open_incidents(session: Session) -> list[Incident]:
+    """Every open incident (they are few: incidents end when their condition clears)."""
+    stmt = select(ct.incidents).where(ct.incidents.c.state == IncidentState.OPEN.value)
+    return [Incident.model_validate(dict(r)) for r in session.execute(stmt).mappings()]
+
+
+def next_occurrence(session: Session, *, fingerprint: str) -> int:
+    """The occurrence number a new incident with this fingerprint gets."""
+    stmt = select(func.max(ct.incidents.c.occurrence)).where(
+        ct.incidents.c.fingerprint == fingerprint
+    )
+    return int(session.execute(stmt).scalar_one_or_none() or 0) + 1
+
+
+def save_incidents(session: Session, *, incidents: Sequence[Incident], now: float) -> None:
+    """Insert new incidents (id None) and update stored ones in one executemany; sets ids."""
+    updates = []
+    for inc in incidents:
+        inc.updated_ts = now
+        if inc.id is None:
+            inc.occurrence = next_occurrence(session, fingerprint=inc.fingerprint)
+            stmt = ct.incidents.insert().values(**_incident_row(inc)).returning(ct.incidents.c.id)
+            inc.id = int(session.execute(stmt).scalar_one())
+        else:
+            updates.append({f"b_{k}": v for k, v in _incident_row(inc).items()} | {"_id": inc.id})
+    if updates:
+        upd = (
+            update(ct.incidents)
+            .where(ct.incidents.c.id == bindparam("_id"))
+            .values({c: bindparam(f"b_{c}") for c in _INCIDENT_COLS})
+        )
+        session.execute(upd, updates)
+
+
+def upsert_incident(session: Session, *, incident: Incident, now: float) -> Incident:
+    """Store an incident; a new one whose fingerprint is already open replaces that open row."""
+    if incident.id is None:
+        stmt = select(ct.incidents.c.id, ct.incidents.c.occurrence).where(
+            ct.incidents.c.fingerprint == incident.fingerprint,
+            ct.incidents.c.state == IncidentState.OPEN.value,
+        )
+        existing = session.execute(stmt).first()
+        if existing is not None:
+            incident.id, incident.occurrence = int(existing[0]), int(existing[1])
+    save_incidents(session, incidents=[incident], now=now)
+    return incident
+
+
+def resolve_incident(
+    session: Session, *, incident_id: int, ts: float, resolution: str, now: float
+) -> None:
+    """Mark an incident resolved at `ts` (event time) with a reason; a resolved one is left be."""
+    tbl = ct.incidents
+    session.execute(
+        update(tbl)
+        .where(tbl.c.id == incident_id, tbl.c.state == IncidentState.OPEN.value)
+        .values(
+            state=IncidentState.RESOLVED.value,
+            resolved_ts=ts,
+            resolution=resolution,
+            updated_ts=now,
+        )
+    )
+
+
+def get_incident(session: Session, *, incident_id: int) -> Incident:
+    """One incident by id; NotFound when there is none."""
+    row = session.execute(select(ct.incidents).where(ct.incidents.c.id == incident_id)).first()
+    if row is None:
+        raise NotFound(f"no incident {incident_id}")
+    return Incident.model_validate(dict(row._mapping))
+
+
+def list_incidents(
+    session: Session,
+    *,
+    state: str | None = None,
+    category: str | None = None,
+    node: str | None = None,
+    job_id: str | None = None,
+    limit: int = 200,
+) -> list[Incident]:
+    """Incidents, most recently seen first, optionally filtered."""
+    tbl = ct.incidents
+    stmt = select(tbl).order_by(tbl.c.last_seen_ts.desc(), tbl.c.id.desc()).limit(limit)
+    if state is not None:
+        stmt = stmt.where(tbl.c.state == state)
+    if category is not None:
+        stmt = stmt.where(tbl.c.category == category)
+    if node is not None:
+        stmt = stmt.where(tbl.c.culprit_node == node)
+    rows = [Incident.model_validate(dict(r)) for r in session.execute(stmt).mappings()]
+    if job_id is not None:  # affected_jobs is JSON: filter here, portable across backends
+        rows = [r for r in rows if r.job_id == job_id or job_id in r.job_ids()]
+    return rows
+
+
+def open_idle_findings(session: Session) -> list[IdleFinding]:
+    """Every open idle finding."""
+    stmt = select(ct.idle_findings).where(ct.idle_findings.c.state == IncidentState.OPEN.value)
+    return [IdleFinding.model_validate(dict(r)) for r in session.execute(stmt).mappings()]
+
+
+def save_idle_findings(session: Session, *, findings: Iterable[IdleFinding], now: float) -> None:
+    """Insert new idle findings and update stored ones."""
+    updates = []
+    for f in findings:
+        f.updated_ts = now
+        row = f.model_dump(mode="json", exclude={"id"})
+        if f.id is None:
+            stmt = ct.idle_findings.insert().values(**row).returning(ct.idle_findings.c.id)
+            f.id = int(session.execute(stmt).scalar_one())
+        else:
+            updates.append({f"b_{k}": row[k] for k in _IDLE_COLS} | {"_id": f.id})
+    if updates:
+        upd = (
+            update(ct.idle_findings)
+            .where(ct.idle_findings.c.id == bindparam("_id"))
+            .values({c: bindparam(f"b_{c}") for c in _IDLE_COLS})
+        )
+        session.execute(upd, updates)
+
+
+def list_idle_findings(
+    session: Session, *, state: str | None = None, limit: int = 500
+) -> list[IdleFinding]:
+    """Idle findings, most wasteful first."""
+    tbl = ct.idle_findings
+    stmt = select(tbl).order_by(tbl.c.gpu_hours.desc(), tbl.c.id).limit(limit)
+    if state is not None:
+        stmt = stmt.where(tbl.c.state == state)
+    return [IdleFinding.model_validate(dict(r)) for r in session.execute(stmt).mappings()]
+
+
+def idle_totals(session: Session, *, by: str, state: str | None = None) -> list[IdleTotal]:
+    """Idle GPU-hours and cost per job, user or account (Slurm account / K8s namespace)."""
+    if by not in ("job_id", "user", "account"):
+        raise ValueError(f"cannot group idle findings by {by!r}")
+    tbl = ct.idle_findings
+    key = tbl.c[by]
+    stmt = (
+        select(
+            key.label("key"),
+            func.count(func.distinct(tbl.c.gpu_uuid)).label("gpus"),
+            func.sum(tbl.c.gpu_hours).label("gpu_hours"),
+            func.sum(tbl.c.cost).label("cost"),
+        )
+        .group_by(key)
+        .order_by(func.sum(tbl.c.gpu_hours).desc())
+    )
+    if state is not None:
+        stmt = stmt.where(tbl.c.state == state)
+    return [IdleTotal.model_validate(dict(r)) for r in session.execute(stmt).mappings()]
+
+
+def power_profiles(session: Session, *, gpu_uuids: Iterable[str]) -> dict[str, dict[str, Any]]:
+    """Learned idle/max power per GPU."""
+    uuids = list(gpu_uuids)
+    if not uuids:
+        return {}
+    tbl = ct.gpu_power_profiles
+    stmt = select(tbl).where(tbl.c.gpu_uuid.in_(uuids))
+    return {r["gpu_uuid"]: dict(r) for r in session.execute(stmt).mappings()}
+
+
+def save_power_profiles(
+    session: Session, *, profiles: Iterable[dict[str, Any]], known: set[str], now: float
+) -> None:
+    """Insert or update power profiles (`known`: uuids already stored)."""
+    tbl = ct.gpu_power_profiles
+    new: list[dict[str, Any]] = []
+    old: list[dict[str, Any]] = []
+    for p in profiles:
+        row = {k: p.get(k) for k in ("gpu_uuid", "idle_w", "max_w", "limit_w")}
+        row["updated_ts"] = now
+        (old if row["gpu_uuid"] in known else new).append(row)
+    if new:
+        session.execute(tbl.insert(), new)
+    if old:
+        stmt = (
+            update(tbl)
+            .where(tbl.c.gpu_uuid == bindparam("_uuid"))
+            .values({c: bindparam(f"b_{c}") for c in ("idle_w", "max_w", "limit_w", "updated_ts")})
+        )
+        session.execute(
+            stmt, [{f"b_{k}": v for k, v in r.items()} | {"_uuid": r["gpu_uuid"]} for r in old]
+        )

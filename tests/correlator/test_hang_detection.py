@@ -1,0 +1,154 @@
+"""Hang detection on the REAL H100 trace: a spin at 100% utilization and ~135 W on every GPU of
+a job is flagged within 60 s; real compute at 100% and ~620 W is not."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy.orm import Session, sessionmaker
+
+from correlator import service as incidents
+from correlator.hang import Profile, model_power_limit, spin_streak
+from tests.correlator.correlator_fleet import H100, Fleet, gpu_uuid, load_trace
+from timeline.models import Event, EventKind, Sample
+
+TRACE = load_trace("trace_spin_vs_compute.jsonl")
+NODES = ["gpu-node-00", "gpu-node-01"]
+GPUS = [0, 1, 2, 3]
+T0 = 100_000.0
+
+
+def _segment(phases: set[str], steady: Any) -> tuple[list[dict], list[dict]]:
+    """The real rows of some phases in order, and their steady tail to repeat."""
+    rows = [r for r in TRACE if r.get("phase") in phases]
+    return rows, [r for r in rows if steady(r)]
+
+
+IDLE, IDLE_STEADY = _segment({"idle"}, lambda r: r["power_mw"] < 75_000)
+SPIN, SPIN_STEADY = _segment({"spin_one_block", "spin_all_sms"}, lambda r: r["util"] == 100)
+COMPUTE, COMPUTE_STEADY = _segment({"matmul"}, lambda r: r["power_mw"] > 600_000)
+
+
+def _play(rows: list[dict], steady: list[dict], start: float, seconds: float) -> list[tuple]:
+    """(ts, row): the real rows at their real 10 Hz spacing, then the steady part repeated."""
+    out, ts, i = [], start, 0
+    seq = rows + steady * 1000
+    while ts < start + seconds:
+        out.append((ts, seq[i]))
+        ts, i = ts + 0.1, i + 1
+    return out
+
+
+def _feed(fleet: Fleet, played: list[tuple], since: float, until: float) -> None:
+    """Every GPU of the job reports the played rows with ts in [since, until)."""
+    for node in NODES:
+        batch = [
+            Sample(
+                ts=ts,
+                gpu_uuid=gpu_uuid(node, g),
+                util_gpu=float(r["util"]),
+                util_mem=float(r["mem_util"]),
+                power_w=r["power_mw"] / 1000.0,
+                sm_clock_mhz=float(r["sm_clock"]),
+                temp_gpu=float(r["temp"]),
+            )
+            for ts, r in played
+            if since <= ts < until
+            for g in GPUS
+        ]
+        if batch:
+            fleet.samples(node, batch)
+
+
+def _fleet(session_factory: sessionmaker[Session]) -> Fleet:
+    fleet = Fleet(session_factory)
+    fleet.nodes(NODES, gpus=4)
+    fleet.job("hang-1", NODES, start=T0 - 3600.0, gpus=GPUS, user="frank")
+    return fleet
+
+
+def _timeline() -> tuple[list[tuple], float, float]:
+    idle = _play(IDLE, IDLE_STEADY, T0, 20.0)
+    compute = _play(COMPUTE, COMPUTE_STEADY, T0 + 20.0, 180.0)
+    spin_start = T0 + 200.0
+    spin = _play(SPIN, SPIN_STEADY, spin_start, 180.0)
+    first_spin = next(ts for ts, r in spin if r["util"] >= 90)
+    return idle + compute + spin, spin_start, first_spin
+
+
+def _run(fleet: Fleet, played: list[tuple], start: float, end: float) -> list[tuple]:
+    """Correlate every 10 s while telemetry arrives; (now, hangs flagged) per pass."""
+    out, now, fed = [], start, start - 1000.0
+    while now <= end:
+        _feed(fleet, played, fed, now)
+        fed = now
+        out.append((now, fleet.correlate(now=now).hangs_flagged))
+        now += 10.0
+    return out
+
+
+def test_real_spin_is_flagged_within_60s_and_real_compute_is_not(
+    session_factory: sessionmaker[Session],
+) -> None:
+    fleet = _fleet(session_factory)
+    played, spin_start, first_spin = _timeline()
+    passes = _run(fleet, played, T0 + 10.0, spin_start + 120.0)
+    before = [flag for now, flag in passes if now <= spin_start]
+    assert before and not any(before), "real matmul at ~620 W must not look like a hang"
+    flagged_at = next(now for now, flag in passes if flag)
+    assert flagged_at - first_spin <= 60.0
+    with session_factory() as s:
+        (inc,) = incidents.list_incidents(s, state="open")
+    assert (inc.category, inc.blame, inc.job_id) == ("nccl_timeout_unknown", "unknown", "hang-1")
+    assert inc.title.startswith("collective hang suspected")
+    assert inc.details["gpus"] == len(NODES) * len(GPUS)
+    assert "job hang-1 (user frank)" in inc.explanation
+
+
+def test_compute_alone_for_five_minutes_is_never_flagged(
+    session_factory: sessionmaker[Session],
+) -> None:
+    fleet = _fleet(session_factory)
+    played = _play(IDLE, IDLE_STEADY, T0, 20.0) + _play(COMPUTE, COMPUTE_STEADY, T0 + 20, 300.0)
+    passes = _run(fleet, played, T0 + 10.0, T0 + 320.0)
+    assert len(passes) > 25 and not any(flag for _, flag in passes)
+    with session_factory() as s:
+        assert incidents.list_incidents(s) == []
+
+
+def test_hang_resolves_when_the_gpus_compute_again(session_factory: sessionmaker[Session]) -> None:
+    fleet = _fleet(session_factory)
+    played, spin_start, _ = _timeline()
+    _run(fleet, played, T0 + 10.0, spin_start + 90.0)
+    later = _play(COMPUTE, COMPUTE_STEADY, spin_start + 180.0, 60.0)
+    _feed(fleet, later, spin_start + 180.0, spin_start + 240.0)
+    fleet.correlate(now=spin_start + 240.0)
+    with session_factory() as s:
+        (inc,) = incidents.list_incidents(s)
+    assert inc.state == "resolved" and "no longer spinning" in (inc.resolution or "")
+
+
+def test_wandb_step_stall_raises_confidence(session_factory: sessionmaker[Session]) -> None:
+    fleet = _fleet(session_factory)
+    played, spin_start, _ = _timeline()
+    fleet.events(
+        Event(ts=spin_start + 30.0, source="wandb", kind=EventKind.PROGRESS_STALLED,
+              job_id="hang-1", message="no step logged for 10 min", payload={"last_step": 5120})
+    )  # fmt: skip
+    _run(fleet, played, spin_start + 10.0, spin_start + 80.0)
+    with session_factory() as s:
+        (inc,) = incidents.list_incidents(s, state="open")
+    assert inc.confidence == 0.8 and inc.details["corroborated_by"] == "W&B step stall"
+
+
+def test_spin_threshold_sits_between_real_spin_and_real_compute_power() -> None:
+    idle_w = min(r["power_mw"] for r in TRACE) / 1000.0
+    ceiling = Profile(idle_w, None, model_power_limit(H100)).spin_ceiling(
+        fraction=0.25, default_limit_w=700.0
+    )
+    assert ceiling is not None
+    assert max(r["power_mw"] for r in SPIN_STEADY) / 1000.0 < ceiling
+    assert min(r["power_mw"] for r in COMPUTE_STEADY) / 1000.0 > ceiling
+    rows = [(T0 + i, float(r["util"]), r["power_mw"] / 1000.0) for i, r in enumerate(SPIN)]
+    streak = spin_streak(rows, ceiling=ceiling, util_min=90.0, max_gap_s=30.0)
+    assert streak is not None and streak[1] == rows[-1][0]
