@@ -29,12 +29,7 @@ class Conclusion:
 
 def findings(events: list[Event]) -> list[Finding]:
     """Events that mean something, each with its verdict."""
-    out = []
-    for ev in events:
-        verdict = classify_event(ev)
-        if verdict is not None and (verdict.category is not None or verdict.root_cause):
-            out.append(Finding(ev, verdict))
-    return out
+    return [Finding(ev, v) for ev in events if (v := classify_event(ev)) is not None]
 
 
 def _rank(f: Finding) -> tuple[int, int, int, float]:
@@ -45,6 +40,10 @@ def _rank(f: Finding) -> tuple[int, int, int, float]:
 
 def conclude(found: list[Finding]) -> Conclusion | None:
     """The most likely root cause (hardware over user code, causes over symptoms), or None."""
+    # Symptoms that name no kind of failure (a ChildFailedError, Xid 45 alone) are used only
+    # when nothing else is there, so the answer can still say which rank and host died.
+    meaningful = [f for f in found if f.verdict.category is not None or f.verdict.root_cause]
+    found = meaningful or found
     if not found:
         return None
     best = max(found, key=_rank)

@@ -40,7 +40,8 @@ def _details(conclusion: Conclusion) -> str:
         return ""
     bits = []
     if ranks:
-        bits.append("ranks " + ", ".join(str(r) for r in sorted(ranks, key=str)))
+        word = "rank " if len(ranks) == 1 else "ranks "
+        bits.append(word + ", ".join(str(r) for r in sorted(ranks, key=str)))
     if ops:
         bits.append("in " + "/".join(sorted(map(str, ops))))
     if seqs:
@@ -67,6 +68,8 @@ def sentence(
             (where + ", " if where else "") + f"job {job}" + (f" of user {user}" if user else "")
         )
     summary = v.summary + _details(conclusion)
+    if v.category is None and conclusion.support[0].event.message:
+        summary += f" ({conclusion.support[0].event.message})"
     what = f"{where}: {summary}" if where else summary
     what = what[:1].upper() + what[1:]
     n = len(conclusion.support)

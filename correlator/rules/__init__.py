@@ -220,8 +220,26 @@ def classify_text(text: str, kind: EventKind | None = None) -> Verdict | None:
     return None
 
 
+def _child_failed(event: Event) -> Verdict | None:
+    if event.kind is not EventKind.CHILD_FAILED or event.payload.get("signal") != 9:
+        return None
+    return _v(
+        None,
+        Blame.UNKNOWN,
+        "read that rank's own log and the node's kernel log: SIGKILL usually comes from the "
+        "kernel OOM killer or from the scheduler",
+        0.2,
+        "a worker process of the distributed job was killed with SIGKILL",
+        root_cause=False,
+        priority=6,
+    )
+
+
 def classify_event(event: Event) -> Verdict | None:
     """What ONE event means alone; None when it says nothing about a failure."""
+    killed = _child_failed(event)
+    if killed is not None:
+        return killed
     text = _text(event)
     if event.kind is EventKind.XID:
         if event.code is None:

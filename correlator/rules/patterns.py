@@ -107,6 +107,17 @@ PATTERNS: tuple[PatternRule, ...] = (
         priority=88,
     ),
     _p(
+        "reset_required",
+        r"NV_ERR_RESET_REQUIRED|NVML_ERROR_RESET_REQUIRED|GPU requires a reset|"
+        r"GPU Reset Required|reset required before it can be used",
+        GPU,
+        Blame.NODE,
+        action=_DRAIN,
+        confidence=0.8,
+        summary="the driver says the GPU needs a reset before it can be used again",
+        priority=78,
+    ),
+    _p(
         "rm_init_failed",
         r"RmInitAdapter failed|rm_init_adapter failed|GPU_INIT_ERROR|"
         r"failed to initialize the NVIDIA GPU",

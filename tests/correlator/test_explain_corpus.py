@@ -27,7 +27,8 @@ CATEGORIES = {
 
 def test_corpus_has_at_least_60_sourced_cases_covering_every_category() -> None:
     assert len(LABELS) >= 60
-    assert {case["category"] for case in LABELS} == CATEGORIES
+    # None: the text shows a failure but not its kind (cautious label), e.g. a bare SIGKILL.
+    assert {case["category"] for case in LABELS} - {None} == CATEGORIES
     for case in LABELS:
         assert case["source"].startswith("https://"), case["file"]
         assert (CORPUS / case["file"]).read_text("utf-8").strip(), case["file"]
