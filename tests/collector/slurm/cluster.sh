@@ -26,6 +26,8 @@ die() {
     echo "---- last lines of $f" >&2
     tail -n 15 "$f" >&2
   done
+  # A start that failed half-way leaves nothing running behind it.
+  if [ "${STARTING:-0}" = 1 ]; then STARTING=0; do_stop; fi
   exit 1
 }
 
@@ -185,7 +187,7 @@ start_daemons() {
     --seed-file="$R/munge/munged.seed" || die "munged did not start"
   if [ ! -d "$R/db/mysql" ]; then
     mariadb-install-db --no-defaults --datadir="$R/db" --user=root \
-      --auth-root-authentication-method=socket --skip-test-db >"$R/log/install-db.log" 2>&1 \
+      --auth-root-authentication-method=socket --skip-test-db >"$R/log/install-db.txt" 2>&1 \
       || die "mariadb-install-db failed"
   fi
   setsid mariadbd --no-defaults --datadir="$R/db" --user=root --socket="$R/run/mysqld.sock" \
@@ -234,11 +236,13 @@ do_start() {
     return 0
   fi
   do_stop  # a half-started or dead cluster: start over from scratch
+  STARTING=1
   local base host
   base="$(pick_base)"
   host="$(hostname -s)"
   write_configs "$base" "$host"
   start_daemons "$base"
+  STARTING=0
   echo "export SLURM_CONF=$SLURM_CONF"
 }
 

@@ -298,3 +298,52 @@ def test_build_slurm_source_follows_settings() -> None:
     assert build_slurm_source(Settings(slurm_enabled=False)) is None
     src = build_slurm_source(Settings(slurm_enabled=True, slurm_cluster="lab", slurm_lookback_s=60))
     assert src is not None and src.cluster == "lab" and src.lookback_s == 60
+
+
+def live_replies(tag: str) -> dict[str, str]:
+    """The exact commands SlurmSource runs, recorded by record_fixtures.py on a real cluster."""
+    d = FIX / "live"
+    return {
+        "sacct --json": (d / f"{tag}_sacct_json.json").read_text(),
+        "sacct -P": (d / f"{tag}_sacct_psv.txt").read_text(),
+        "scontrol show job": (d / f"{tag}_scontrol_show_job_d.txt").read_text(),
+        "scontrol show node": (d / f"{tag}_scontrol_show_node.txt").read_text(),
+    }
+
+
+def test_recorded_scenario_while_running_then_ended() -> None:
+    runner = RecordedRunner(dict(live_replies("running")))
+    src, clock = make(runner, t=1795351300.0)
+    running = src.collect()
+    jobs = {j.job_id: j for j in running.jobs}
+    assert (jobs["3"].state, jobs["3"].exit_code) == ("FAILED", 3)
+    assert (jobs["4"].state, jobs["4"].signal) == ("CANCELLED", 15)  # scancel: SIGTERM step
+    assert (jobs["5"].state, jobs["5"].restart_count) == ("RUNNING", 1)
+    assert jobs["6"].nodes == ["node2", "node3"] and jobs["6"].gpus == 6
+    held = {(a.job_id, a.node, a.gpu_index) for a in running.allocations}
+    assert {(n, i) for j, n, i in held if j == "6"} == {
+        ("node2", 4),
+        ("node2", 5),
+        ("node2", 6),
+        ("node3", 0),
+        ("node3", 1),
+        ("node3", 2),
+    }
+    (drain,) = [e for e in running.events if e.kind == EventKind.NODE_STATE]
+    assert drain.payload["reason"] == "fleetmedic: xid 79" and drain.node == "node3"
+
+    runner.replies.update(live_replies("ended"))
+    clock.t += 60
+    ended = src.collect()
+    jobs = {j.job_id: j for j in ended.jobs}
+    assert (jobs["1"].state, jobs["1"].signal) == ("TIMEOUT", 15)
+    assert (jobs["5"].state, jobs["5"].restart_count, jobs["5"].exit_code) == ("COMPLETED", 1, 0)
+    assert all(a.end_ts is not None for a in ended.allocations)
+    assert {a.job_id for a in ended.allocations} == {"1", "5", "6"}
+    assert {e.dedup_key for e in ended.events if e.kind == EventKind.JOB_STATE} == {
+        "lab:1:TIMEOUT:0",
+        "lab:5:COMPLETED:1",
+        "lab:6:COMPLETED:0",
+    }
+    (resumed,) = [e for e in ended.events if e.kind == EventKind.NODE_STATE]
+    assert resumed.severity == Severity.INFO and resumed.payload["condition"] == []
