@@ -112,6 +112,10 @@ class NvmlSource:
             self._opened = False
             self._try(self.nvml.nvmlShutdown)
 
+    def gpu_map(self) -> dict[str, tuple[str, int]]:
+        """PCI bus id (normalized) -> (GPU UUID, index), for the kernel-log source."""
+        return {g.info.pci_bus_id: (g.info.uuid, g.index) for g in self.gpus if g.info.pci_bus_id}
+
     def _identity(self, index: int, handle: Any) -> GpuInfo:
         nvml = self.nvml
         uuid = as_text(nvml.nvmlDeviceGetUUID(handle))

@@ -186,3 +186,13 @@ def test_event_thread_reports_ecc_events_and_stops_cleanly() -> None:
     event = got[0].events[0]
     assert event.kind == EventKind.ECC and event.payload["ecc"] == "dbe"
     assert fake.initialized == 0  # nvmlShutdown balanced the nvmlInit
+
+
+def test_gpu_map_gives_the_kernel_log_source_uuid_and_index_by_pci_id() -> None:
+    fake = FakeNvml(gpus=2)
+    src = _source(fake)
+    src.collect()
+    assert src.gpu_map() == {
+        "0000:00:06.0": (fake.gpu(0).uuid, 0),
+        "0000:00:07.0": (fake.gpu(1).uuid, 1),
+    }

@@ -35,13 +35,15 @@ def build_sources(
     replay_speed: float,
     fake_nvml: bool,
     fake_gpus: int,
+    state_dir: Path,
 ) -> tuple[list[Any], list[Any]]:
     """(polled, streaming) sources for the names given on the command line."""
     from collector.agent import Polled
 
     polled: list[Polled] = []
     streaming: list[Any] = []
-    for name in names:
+    nvml_source: Any = None
+    for name in sorted(names, key=lambda n: n != "nvml"):  # nvml first: kmsg maps PCI ids with it
         if name == "nvml":
             from collector.nvml import NvmlSource
             from collector.nvml_events import NvmlEventSource
@@ -54,6 +56,17 @@ def build_sources(
             )
             polled.append(Polled(src, interval))
             streaming.append(NvmlEventSource(nvml, node=node))
+            nvml_source = src
+        elif name == "kmsg":
+            from collector.kmsg import KmsgSource
+
+            streaming.append(
+                KmsgSource(
+                    node=node,
+                    state_path=state_dir / "kmsg-state.json",
+                    gpu_map=nvml_source.gpu_map if nvml_source is not None else None,
+                )
+            )
         elif name == "replay":
             from collector.replay import ReplaySource
 
@@ -61,7 +74,7 @@ def build_sources(
                 raise typer.BadParameter("--source replay needs --replay FILE")
             streaming.append(ReplaySource(replay, node=node, speed=replay_speed, loop=True))
         else:
-            raise typer.BadParameter(f"unknown source {name!r} (nvml, replay)")
+            raise typer.BadParameter(f"unknown source {name!r} (nvml, kmsg, replay)")
     return polled, streaming
 
 
@@ -75,7 +88,9 @@ def register(app: typer.Typer) -> None:
         node: str = typer.Option(None, help="Node name (default: host name)."),
         interval: float = typer.Option(None, help="Seconds between NVML polls (default 10)."),
         spool: Path = typer.Option(None, help="Spool file (default: <data dir>/agent-spool.db)."),
-        source: list[str] = typer.Option(["nvml"], help="Sources: nvml, replay (repeatable)."),
+        source: list[str] = typer.Option(
+            ["nvml"], help="Sources: nvml, kmsg, replay (repeatable)."
+        ),
         replay: Path = typer.Option(None, help="JSONL file for --source replay."),
         replay_speed: float = typer.Option(1.0, help="Replay pace (1 = recorded, 0 = max)."),
         fake_nvml: bool = typer.Option(False, help="Use the recorded-H100 fake NVML (demo)."),
@@ -121,6 +136,7 @@ def register(app: typer.Typer) -> None:
             replay_speed=replay_speed,
             fake_nvml=fake_nvml,
             fake_gpus=fake_gpus,
+            state_dir=Path(spool_path).parent,
         )
         on_stop = [p.source.close for p in polled if hasattr(p.source, "close")]
         the_agent = Agent(
