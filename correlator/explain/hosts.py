@@ -31,8 +31,13 @@ _LINE_PATTERNS: tuple[re.Pattern[str], ...] = (
     re.compile(r"\bNodeName=(?P<h>\S+)"),
     # kubectl describe pod: "Node:  gpu-node-07/10.0.0.7"
     re.compile(r"^\s*Node:\s+(?P<h>[A-Za-z0-9][\w.-]*)(?:/\S*)?\s*$"),
-    # shell prompt: "[root@gpu-node-07 dir]#" or "user@gpu-node-07:~$"
-    re.compile(r"^\s*(?:\([\w.-]+\)\s*)?\[?[\w.-]+@(?P<h>[A-Za-z0-9][\w.-]*)[: ][^\n]*?[#$]"),
+    # shell prompt: "[root@gpu-node-07 dir]#", "user@gpu-node-07:~$", "user@gpu-node-07 ~ %", but
+    # not when the command there queries the whole cluster (that host is a login node)
+    re.compile(
+        r"^\s*(?:\([\w.-]+\)\s*)?\[?[\w.-]+@(?P<h>[A-Za-z0-9][\w.-]*)[: ][^\n#$%]*?[#$%]"
+        r"(?!\s*(?:sudo\s+)?(?:kubectl|oc|helm|sinfo|squeue|sacct|scontrol|sbatch|srun|salloc|"
+        r"ssh|pbsnodes|qstat)\b)"
+    ),
     # kubectl events: "node/gpu-node-07"
     re.compile(r"\bnode/(?P<h>[A-Za-z0-9][\w.-]*)"),
 )

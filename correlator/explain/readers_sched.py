@@ -176,4 +176,6 @@ def _table_header(line: str) -> tuple[int, int] | None:
             return (upper.index("NAME"), len(cells))
     if "REASON" in cells and cells[-1] == "NODELIST":  # sinfo -R
         return (-1, 2)
+    if cells[0] == "NODELIST" and "STATE" in cells:  # sinfo -N (-l)
+        return (0, 2)
     return None
