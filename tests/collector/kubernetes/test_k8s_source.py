@@ -203,3 +203,29 @@ def test_build_kubernetes_source_reads_host_and_token_from_settings(fake: FakeKu
     )
     obs = build_kubernetes_source(settings).collect()
     assert [(j.job_id, j.cluster) for j in obs.jobs] == [(POD, "lab")]
+
+
+def test_bookmark_advances_the_resource_version_and_emits_nothing(
+    fake: FakeKubeAPI, streaming: tuple[KubernetesSource, Sink]
+) -> None:
+    source, sink = streaming
+    emitted = len(sink.batches)
+    fake.bookmark("pods")
+    wait_for(lambda: source.resource_version["pods"] == str(fake.rv), "bookmark seen")
+    assert len(sink.batches) == emitted
+
+
+def test_api_down_at_start_backs_off_then_lists(fake: FakeKubeAPI) -> None:
+    fake.stop()
+    source, sink, stop = make_source(fake), Sink(), threading.Event()
+    thread = threading.Thread(target=source.watch_loop, args=("pods", sink, stop), daemon=True)
+    thread.start()
+    try:
+        wait_for(lambda: source.health.errors["api_unreachable"] >= 2, "failed lists")
+        assert source.resource_version["pods"] is None and not sink.batches
+        fake.start()
+        wait_for(lambda: sink.jobs(POD), "list once the API is back")
+    finally:
+        stop.set()
+        fake.drop_watches()
+        thread.join(timeout=10)
