@@ -211,7 +211,7 @@ PATTERNS: tuple[PatternRule, ...] = (
     _p(
         "ib_port",
         r"mlx5_\d+.{0,60}(link (is )?down|port.{0,20}down|error)|\bib\d\b.{0,20}link (is )?down|"
-        r"Physical link down",
+        r"Physical link down|NET/IB\w*\s*:\s*Got async event|IBV_EVENT_PORT_ERR",
         NET,
         Blame.INFRA,
         action="check the node's InfiniBand port and cable",
