@@ -32,6 +32,7 @@ class ClusterState:
     gpu_pods_only: bool = True
     clock: Callable[[], float] = field(default=lambda: 0.0)
     max_seen_events: int = 50_000
+    all_events: bool = False  # else: Warnings, Node events, and any event of a tracked pod
     pods: dict[str, _PodSeen] = field(default_factory=dict)  # by uid
     nodes: dict[str, tuple[Any, ...]] = field(default_factory=dict)  # name -> signature
     _seen_events: OrderedDict[str, None] = field(default_factory=OrderedDict)
@@ -113,6 +114,8 @@ class ClusterState:
     def event(self, obj: Mapping[str, Any]) -> Observations:
         """One core/v1 Event; a repeat of the same uid+count is reported once."""
         ev = convert.event_to_event(obj, pod_nodes=self.pod_nodes())
+        if not (self.all_events or self._wanted(ev)):
+            return Observations()
         key = ev.dedup_key or ""
         with self._lock:
             if key in self._seen_events:
@@ -121,6 +124,14 @@ class ClusterState:
             while len(self._seen_events) > self.max_seen_events:
                 self._seen_events.popitem(last=False)
         return Observations(events=[ev])
+
+    def _wanted(self, ev: Event) -> bool:
+        # Normal events of pods that are not jobs here (Pulled, Started of every system pod)
+        # would swamp the timeline; Warnings are kept for all, a pod may not be seen yet.
+        if ev.severity != Severity.INFO or ev.payload["involved_object"]["kind"] == "Node":
+            return True
+        with self._lock:
+            return any(p.key == ev.job_id for p in self.pods.values())
 
     # --- nodes ---
 

@@ -229,3 +229,21 @@ def test_api_down_at_start_backs_off_then_lists(fake: FakeKubeAPI) -> None:
         stop.set()
         fake.drop_watches()
         thread.join(timeout=10)
+
+
+def test_normal_events_are_kept_for_gpu_pods_and_nodes_only(
+    fake: FakeKubeAPI, source: KubernetesSource
+) -> None:
+    pulled = fixture("events.json")[1]
+    pulled.update(type="Normal", reason="Pulled", message="Container image already present")
+    gpu_pod = dict(pulled, metadata=dict(pulled["metadata"], uid="e-gpu", name="e-gpu"))
+    gpu_pod["involvedObject"] = dict(pulled["involvedObject"], name="train-llama-0")
+    cpu_pod = dict(pulled, metadata=dict(pulled["metadata"], uid="e-cpu", name="e-cpu"))
+    cpu_pod["involvedObject"] = dict(
+        pulled["involvedObject"], namespace="kube-system", name="coredns-6f6b679f8f-5m7kq"
+    )
+    fake.apply("events", gpu_pod)
+    fake.apply("events", cpu_pod)
+    events = source.collect().events
+    pod_events = [e.job_id for e in events if e.kind == EventKind.POD_EVENT]
+    assert pod_events == [POD]
