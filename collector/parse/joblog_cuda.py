@@ -17,7 +17,7 @@ _CUDA_TEXTS: list[tuple[str, str, int]] = [
     ("misaligned address", "misaligned_address", 716),
     ("an illegal instruction was encountered", "illegal_instruction", 715),
     ("the launch timed out and was terminated", "launch_timeout", 702),
-    ("uncorrectable NVLink error was detected during the execution", "nvlink_uncorrectable", 220),
+    ("uncorrectable NVLink error", "nvlink_uncorrectable", 220),
     ("too many resources requested for launch", "launch_out_of_resources", 701),
     ("unknown error", "unknown", 999),
     ("no CUDA-capable device is detected", "no_device", 100),

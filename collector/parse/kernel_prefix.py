@@ -15,6 +15,10 @@ from datetime import UTC, datetime
 from collector.parse.common import MAX_LINE
 
 _KMSG = re.compile(r"^(?P<prio>\d+),(?P<seq>\d+),(?P<usec>\d+),(?P<flags>[^;,]*)(?:,[^;]*)?;")
+# talosctl dmesg: "192.168.11.119: kern: warning: [2026-04-22T21:27:51.291660856Z]: NVRM: ..."
+_TALOS = re.compile(
+    r"^(?:(?P<host>[\w.:-]+): )?(?P<fac>[a-z]+): +(?P<lvl>[a-z]+): \[(?P<iso>\d{4}-[^\]]+)\]: "
+)
 _DECODE = re.compile(r"^(?P<fac>[a-z]+)\s*:(?P<lvl>[a-z]+)\s*: ")
 _MONO = re.compile(r"^\[\s*(?P<rel>\+)?(?P<up>\d+\.\d+)\](?:\[\s*[TC]\d+\])?\s?")
 _CTIME = re.compile(r"^\[(?P<ct>[A-Z][a-z]{2} [A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \d{4})\]\s?")
@@ -34,6 +38,8 @@ _LEVELS = {
     "crit": 2,
     "err": 3,
     "warn": 4,
+    "warning": 4,
+    "error": 3,
     "notice": 5,
     "info": 6,
     "debug": 7,
@@ -56,7 +62,7 @@ class KernelLine:
 
 
 def _iso_ts(text: str) -> float | None:
-    text = text.replace(",", ".").replace(" ", "T", 1)
+    text = re.sub(r"(\.\d{6})\d+", r"\1", text.replace(",", ".").replace(" ", "T", 1))
     if text.endswith("Z"):
         text = text[:-1] + "+00:00"
     elif re.search(r"[+-]\d{4}$", text):
@@ -98,6 +104,10 @@ def split_kernel_line(
         level = int(m["prio"]) & 7
         seq = int(m["seq"])
         uptime = int(m["usec"]) / 1e6
+        rest = rest[m.end() :]
+    elif m := _TALOS.match(rest):
+        level, host = _LEVELS.get(m["lvl"]), m["host"]
+        ts = _iso_ts(m["iso"])
         rest = rest[m.end() :]
     else:
         if m := _DECODE.match(rest):

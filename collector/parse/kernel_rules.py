@@ -131,7 +131,7 @@ _GSP = [
     re.compile(
         r"Timeout after (?P<secs>\d+)s of waiting for RPC response from GPU(?P<gpu>\d+) GSP"
     ),
-    re.compile(r"NVRM: (?:GPU(?P<gpu>\d+) )?_kgspLogXid119: .*GSP Timeout"),
+    re.compile(r"NVRM: (?:GPU(?P<gpu>\d+) )?_kgspLogXid119: .*GSP (?:Timeout|Failure)"),
     re.compile(r"NVRM: .*GSP RPC timeout", re.I),
     re.compile(r"NVRM: .*GSP.*heartbeat.*", re.I),
     re.compile(r"NVRM: .*heartbeat.*GSP", re.I),
@@ -141,7 +141,9 @@ _RMINIT = re.compile(
     r"(?: \((?P<status>[0-9a-fA-Fx:]+)\))?(?:, device minor number (?P<minor>\d+))?"
 )
 _NVLINK = re.compile(
-    r"(?:NVRM|nvidia-nvlink)\S*: .*\bNVLink\b.*\b(?:error|fail\w*|fatal|down|fault)", re.I
+    r"(?:NVRM|nvidia-nvlink)\S*: .*(?:\bNVLink\b|\bknvlink\w*)"
+    r".*\b(?:error|fail\w*|fatal|down|fault)",
+    re.I,
 )
 
 

@@ -218,3 +218,42 @@ def test_kern_log_with_inner_uptime_stamp() -> None:
     (ev,) = parse_kernel_text(_read("francesbagual_oom_kern_log.txt"), year=2016)
     assert ev.node == "dev-VirtualBox" and ev.payload["uptime_s"] == pytest.approx(4563.079551)
     assert ev.payload["invoked_by"] == "memory-hog-2048"
+
+
+def test_real_gsp_rpc_timeout_xid119_lines() -> None:
+    events = parse_kernel_text(_read("nvsentinel_xid_lines.journal"))
+    x119 = [e for e in events if e.code == 119]
+    assert {e.pci_bus_id for e in x119} == {"0002:00:00.0", "0001:00:00.0"}
+    first = next(e for e in x119 if e.pci_bus_id == "0002:00:00.0")
+    assert first.payload["process_name"] == "nvc:[driver]" and first.payload["pid"] == 1582259
+    assert first.payload["text"].startswith("Timeout after 6s of waiting for RPC response")
+    assert {e.code for e in events} == {119, 79, 94, 13, 120, 48}
+
+
+def test_real_process_name_with_a_space_and_gsp_exception() -> None:
+    events = parse_kernel_text(_read("dgx_spark_xid119_120.txt"))
+    assert [e.code for e in events] == [119, 120]
+    assert events[0].payload["process_name"] == "KMS thread"
+    assert events[1].payload["text"] == "GSP task exception: load access fault"
+
+
+def test_real_talos_dmesg_prefix_gives_host_and_time() -> None:
+    ev = parse_kernel_line(
+        "192.168.11.119: kern: warning: [2026-04-22T21:27:51.291660856Z]: NVRM: Xid "
+        "(PCI:0000:01:00): 119, pid=1, name=x, Timeout after 6s of waiting for RPC response "
+        "from GPU0 GSP!"
+    )
+    assert ev is not None and ev.node == "192.168.11.119" and ev.payload["syslog_level"] == 4
+    assert ev.ts == pytest.approx(1776893271.291660)
+    assert parse_kernel_text(_read("talos_gsp_trace.txt")) == []  # trace dump lines: nothing
+
+
+def test_real_nvlink_post_rx_failure_is_an_nvlink_event() -> None:
+    (ev,) = parse_kernel_text(_read("gpud1271_nvlink_postrx.journal"), year=2026)
+    assert ev.kind is EventKind.NVLINK and ev.node == "pool0-0082"
+
+
+def test_real_gsp_timeout_banner_is_a_gsp_event_beside_its_xid119() -> None:
+    events = parse_kernel_text(_read("archwiki_gsp_timeout.txt"))
+    assert [(e.kind, e.code) for e in events] == [(EventKind.GSP, None), (EventKind.XID, 119)]
+    assert "sequence 1321" in events[1].payload["text"]
