@@ -73,6 +73,9 @@ class Agent:
             self.spool.put(obs)
         except Exception as exc:  # a full disk must not kill the source thread
             self.health.error("spool put", exc)
+            return
+        if obs.events:
+            self._wake.set()  # events (an Xid) go out now, not at the next flush interval
 
     def poll(self, source: Source) -> None:
         """Collect one source once and spool the result; errors are counted, not raised."""
@@ -157,6 +160,7 @@ class Agent:
     def _deliver_loop(self) -> None:
         assert self.delivery is not None
         while not self.stop_event.is_set():
+            self._wake.clear()
             try:
                 outcome = self.delivery.drain(stop=self.stop_event)
             except Exception as exc:
@@ -165,7 +169,6 @@ class Agent:
             self._last_outcome = outcome
             wait = self.auth_retry_s if outcome == Outcome.AUTH_FAILED else self.flush_interval_s
             self._wake.wait(wait)
-            self._wake.clear()
         # One last round so a clean shutdown leaves as little as possible spooled.
         try:
             self._final_flush()

@@ -94,7 +94,9 @@ class Delivery:
         self.max_batch_bytes = max_batch_bytes
         self.stats = DeliveryStats()
         self._headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
-        self._client = client or httpx.Client(timeout=timeout_s)
+        # Loading the CA bundle costs ~2 MB of RSS; a plain-http server URL never needs it.
+        https = server_url.lower().startswith("https")
+        self._client = client or httpx.Client(timeout=timeout_s, verify=https)
         self._attempts = attempts_per_round
         self._wait = wait_exponential_jitter(multiplier=backoff_initial_s, max=backoff_max_s)
         self._retrying = self._make_retrying(sleep, None)

@@ -130,3 +130,42 @@ def test_stop_with_the_server_down_returns_promptly_and_keeps_the_spool(tmp_path
     reopened = Spool(spool_path)
     counters = reopened.counters()
     assert reopened.pending() == counters["produced_samples"] + counters["produced_gpus"] >= 2
+
+
+def test_an_event_is_delivered_without_waiting_for_the_flush_interval(tmp_path: Path) -> None:
+    received: list[Batch] = []
+    first_round = threading.Event()
+
+    def server(request: httpx.Request) -> httpx.Response:
+        batch = Batch.model_validate_json(request.content)
+        received.append(batch)
+        return httpx.Response(200, json={"batch_id": batch.batch_id, "duplicate": False})
+
+    class LateXid:
+        name = "late-xid"
+
+        def run(self, emit: Emit, stop: threading.Event) -> None:
+            first_round.wait()
+            fake = FakeNvml()
+            fake.nvmlInit()
+            emit(Observations(events=[NvmlEventSource(fake, node="n1").to_event(_xid(fake))]))
+            stop.wait()
+
+    spool = Spool(tmp_path / "spool.db")
+    delivery = Delivery(
+        spool=spool,
+        server_url="http://fleet.test",
+        token="t",
+        agent="a",
+        node="n1",
+        client=httpx.Client(transport=httpx.MockTransport(server)),
+    )
+    agent = Agent(spool=spool, delivery=delivery, streaming=[LateXid()], flush_interval_s=3600)
+    agent.start()
+    try:
+        _until(lambda: agent.running_threads() != [])
+        first_round.set()  # the delivery loop is now asleep for an hour unless woken
+        _until(lambda: any(b.events for b in received))
+    finally:
+        agent.stop()
+    assert received[0].events[0].code == 31
