@@ -69,6 +69,7 @@ class KubernetesSource:
         backoff_max_s: float = 60.0,
         clock: Callable[[], float] = time.time,
     ) -> None:
+        self.api_client = api_client
         self._api = k8s.CoreV1Api(api_client)
         self.health = SourceHealth(self.name)
         self.state = ClusterState(

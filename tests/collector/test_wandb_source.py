@@ -6,16 +6,19 @@ import os
 import shutil
 import subprocess
 import sys
+import uuid
 from collections.abc import Callable
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from sqlalchemy.orm import Session
 
 from collector.wandb import RunStatus, WandbSource, build_wandb_source
 from collector.wandb.source import ProgressTracker
-from timeline.models import EventKind
+from timeline import service
+from timeline.models import Batch, EventKind
 from timeline.settings import Settings
 
 MAKE_RUN = Path(__file__).resolve().parents[1] / "fixtures" / "wandb" / "make_run.py"
@@ -234,3 +237,14 @@ def test_recorded_wandb_0_31_run_file_still_parses(tmp_path: Path) -> None:
     assert (progress.kind, progress.job_id, progress.code) == (EventKind.PROGRESS, "4242", 0)
     assert progress.payload["step"] == 4 and run.status.finished
     assert source.health.total_parse_failures() == 0
+
+
+def test_progress_is_stored_once_across_source_restarts(session: Session) -> None:
+    recorded = Path(__file__).resolve().parents[1] / "fixtures" / "wandb"
+    for _ in range(2):  # a restarted server reads the run again from the start
+        events = WandbSource([recorded], max_age_s=float("inf")).collect().events
+        batch = Batch(agent="server:wandb", node="server:wandb", batch_id=uuid.uuid4().hex)
+        service.append_batch(session, batch=batch.model_copy(update={"events": events}))
+        session.commit()
+    (stored,) = service.events_in_window(session, kind="progress")
+    assert (stored["job_id"], stored["source"]) == ("4242", "wandb")
