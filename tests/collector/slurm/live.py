@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
 import tempfile
 import time
@@ -27,6 +28,15 @@ def why_no_slurm() -> str | None:
     if shutil.which("slurmctld") is None and shutil.which("apt-get") is None:
         return "Slurm is not installed and apt-get is not available to install it"
     return None
+
+
+def _alive(pid: int) -> bool:
+    """Running and not a zombie (killed daemons stay Z until PID 1 reaps them)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] not in ("Z", "X")
 
 
 @dataclass
@@ -65,6 +75,26 @@ class SlurmCluster:
         if proc.returncode != 0:
             raise RuntimeError(f"{' '.join(argv)} -> {proc.returncode}: {proc.stderr.strip()}")
         return proc.stdout.strip()
+
+    def stop_slurmdbd(self) -> None:
+        """Stop the accounting daemon (by its PID file) and wait until it is gone."""
+        pid = int((self.root / "run" / "slurmdbd.pid").read_text().strip())
+        os.kill(pid, signal.SIGTERM)
+        end = time.monotonic() + 10
+        while time.monotonic() < end and _alive(pid):
+            time.sleep(0.1)
+
+    def start_slurmdbd(self) -> None:
+        """Start the accounting daemon again and wait until it answers."""
+        self.run("slurmdbd")
+        end = time.monotonic() + 20
+        while time.monotonic() < end:
+            try:
+                self.run("sacctmgr", "-n", "list", "cluster")
+                return
+            except RuntimeError:
+                time.sleep(0.2)
+        raise RuntimeError("slurmdbd did not come back")
 
     def sbatch(self, *args: str, wrap: str) -> str:
         """Submit a batch job; return its id."""

@@ -124,6 +124,24 @@ def test_live_drained_node_reports_reason_and_who_drained_it(slurm_cluster: Slur
     assert states[-1] == []
 
 
+def test_live_accounting_down_is_counted_and_caught_up_after(slurm_cluster: SlurmCluster) -> None:
+    src = slurm_cluster.source()
+    jid = slurm_cluster.sbatch("--gres=gpu:1", "-J", "during-outage", wrap="sleep 3")
+    seen = poll_until(src, Seen(), lambda s: bool(s.allocs(jid)), "GPU IDX while running")
+    slurm_cluster.stop_slurmdbd()
+    try:
+        before = src.health.errors["sacct --json: exit_1"]
+        seen.add(src.collect())
+        assert src.health.errors["sacct --json: exit_1"] == before + 1
+        assert seen.nodes  # scontrol still answers
+        poll_until(src, seen, lambda s: len(s.allocs(jid)) == 2, "allocation closed meanwhile")
+    finally:
+        slurm_cluster.start_slurmdbd()
+    # The window did not advance while sacct failed: the job's end is read once it is back.
+    poll_until(src, seen, ended(jid, "COMPLETED"), "COMPLETED after the outage", deadline_s=45)
+    assert seen.jobs[jid].exit_code == 0
+
+
 def test_live_time_limit_gives_timeout(slurm_cluster: SlurmCluster, timeout_job: str) -> None:
     # Slurm checks limits every 30 s: a 1-minute job ends 60-90 s after it started.
     seen = poll_until(
