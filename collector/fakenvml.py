@@ -121,7 +121,13 @@ class FakeNvml:
         self._gpus[index].remapped_rows = rows
 
     def enable_mig(self, index: int, instances: int = 2) -> None:
-        """Put a GPU in MIG mode with some MIG devices (utilization then NotSupported, as on HW)."""
+        """Put a GPU in MIG mode with some MIG devices.
+
+        As on hardware, nvmlDeviceGetUtilizationRates on the parent then raises NotSupported
+        (NVML API docs; a real A100 trace in github.com/XuehaiPan/nvitop/issues/5) and MIG
+        device UUIDs look like `MIG-8c4c5a27-e508-5556-b2ea-7e549465741e`
+        (github.com/hashicorp/nomad-device-nvidia/pull/53).
+        """
         gpu = self._gpus[index]
         gpu.mig_instances = instances
         gpu.mig_handles = []
