@@ -28,6 +28,11 @@ _CUDA_ERR = re.compile(
     r"(?:(?P<exc>[\w.]+Error): )?"
     r"(?:CUDA error|CUDA driver error|(?P<name>cudaError\w+|CUDA_ERROR_\w+)): (?P<text>[^\n]+?)\s*$"
 )
+# Old PyTorch: "RuntimeError: cuda runtime error (39) : uncorrectable ECC error encountered at f:l"
+_OLD_RUNTIME = re.compile(
+    r"(?:(?P<exc>[\w.]+Error): )?cuda runtime error \((?P<num>\d+)\) : (?P<text>.+?)"
+    r"(?: at (?P<at>\S+))?$"
+)
 _ASSERT = re.compile(
     r"(?P<file>\S+\.cuh?):(?P<line>\d+): (?P<fn>.*?): block: \[(?P<block>[\d,]+)\], "
     r"thread: \[(?P<thread>[\d,]+)\] Assertion `(?P<expr>.*)` failed\."
@@ -122,13 +127,18 @@ def cuda_error(line: str) -> JobMatch | None:
         # The message leaves out block/thread so one assert from many threads collapses as a flood.
         msg = f"device-side assertion failed at {m['file']}:{m['line']}: {m['expr']}"
         return JobMatch(EventKind.CUDA_ERROR, msg, 710, Severity.ERROR, p)
-    if (m := _CUDA_ERR.search(line)) and "out of memory" not in m["text"]:
+    if (m := _CUDA_ERR.search(line) or _OLD_RUNTIME.search(line)) and "out of memory" not in m[
+        "text"
+    ]:
         text = m["text"].strip()
         p = {"text": text}
         if m["exc"]:
             p["exception"] = m["exc"]
-        if m["name"]:
-            p["cuda_error_name"] = m["name"]
+        groups = m.groupdict()
+        if groups.get("name"):
+            p["cuda_error_name"] = groups["name"]
+        if groups.get("at"):
+            p["where"] = groups["at"]
         code = None
         for phrase, key, num in _CUDA_TEXTS:
             if text.startswith(phrase):

@@ -99,6 +99,7 @@ _IB_COMPLETION = re.compile(
     r"Got completion from peer (?P<peer>[^\s<]+)(?:<(?P<port>\d+)>)? with (?:error |status=)"
     r"(?P<status>\d+),? opcode[ =](?P<opcode>\d+),? len[ =](?P<len>\d+),? vendor err (?P<verr>\d+)"
 )
+_PEER = re.compile(r"(?:to|from|peer) (?P<peer>[^\s<]+)<(?P<port>\d+)>")
 _NCCL_RESULT = {
     "ncclUnhandledCudaError": 1,
     "ncclSystemError": 2,
@@ -152,6 +153,10 @@ def nccl_error(line: str) -> JobMatch | None:
                 p["hca"] = hca.group(1)
         elif t := re.match(r"(NET/\w+|Net|socket\w*|Call to \w+)", text):
             p["transport"] = t.group(1)
+            if peer := _PEER.search(text):
+                p["peer"], p["peer_port"] = peer["peer"], int(peer["port"])
+            if why := re.search(r"failed\s*:\s*(.+)$", text):
+                p["socket_error"] = why.group(1).strip()
         if re.search(r"remote (?:peer|process)", text, re.I):
             p["remote"] = True
         return JobMatch(EventKind.NCCL_ERROR, f"NCCL WARN {text}", code, Severity.WARNING, p)

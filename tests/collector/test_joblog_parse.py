@@ -163,3 +163,40 @@ def test_real_slurm_time_limit_lines() -> None:
     assert (old.job_id, old.payload["reason"], old.node) == ("830329", "TIME LIMIT", "n447")
     term = parse_job_text(_read("slurm_desitarget628_terminated.log"))
     assert sum(1 for e in term if e.payload.get("outcome") == "Terminated") == 3
+
+
+def test_real_unhandled_cuda_error_with_rank_prefix_and_last_error() -> None:
+    events = parse_job_text(_read("nccl1410_unhandled_cuda_error.log"))
+    assert [(e.kind, e.code) for e in events] == [(EventKind.NCCL_ERROR, 1)] * 2
+    dist, nccl = events
+    assert dist.payload["nccl_version"] == "2.20.5" and dist.payload["rank"] == 7
+    assert dist.payload["exception"] == "torch.distributed.DistBackendError"
+    assert nccl.payload["last_error"] == "Cuda failure 1 'invalid argument'"
+
+
+def test_real_unhandled_system_error_old_and_new_wording() -> None:
+    old = parse_job_text(_read("nccl_unhandled_system_error.log"))
+    assert [e.code for e in old] == [2, 2] and old[0].payload["nccl_version"] == "2.7.8"
+    (new,) = parse_job_text(_read("nccl875_unhandled_system_error_2_10.log"))
+    assert new.payload["error"] == "unhandled system error"
+    assert new.payload["where"].endswith("ProcessGroupNCCL.cpp:1191")
+
+
+def test_real_socket_warnings_name_the_peer_and_the_reason() -> None:
+    (ev,) = parse_job_text(_read("sglang5594_socket_abort.log"))
+    assert (ev.payload["peer"], ev.payload["peer_port"]) == ("10.0.0.82", 38455)
+    assert ev.payload["socket_error"] == "Software caused connection abort"
+    assert ev.payload["host"] == "h100-15" and ev.payload["cuda_dev"] == 7
+    (v6,) = parse_job_text(_read("nccl975_socket_connect.log"))
+    assert v6.payload["peer"] == "fe80::966d:ae03:a2:8cf0%ib1"
+
+
+def test_real_uncorrectable_ecc_new_and_old_pytorch() -> None:
+    (new,) = parse_job_text(_read("jade194_ecc_uncorrectable.log"))
+    assert (new.kind, new.code, new.payload["error"]) == (
+        EventKind.CUDA_ERROR,
+        214,
+        "uncorrectable_ecc",
+    )
+    (old,) = parse_job_text(_read("semseg33_old_cuda_runtime_error.log"))
+    assert old.code == 214 and old.payload["where"].endswith("THCCachingHostAllocator.cpp:265")
