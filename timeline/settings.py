@@ -81,6 +81,7 @@ class Settings(BaseSettings):
     kubernetes_host: str | None = None  # API server URL; unset: in-cluster config, then kubeconfig
     kubernetes_token: SecretStr | None = None  # bearer token (a ServiceAccount token)
     kubernetes_ca_file: str | None = None
+    kubernetes_kubeconfig: str | None = None  # when no host: this file, else $KUBECONFIG/~/.kube
     kubernetes_verify_ssl: bool = True
     kubernetes_cluster: str = "default"  # the `cluster` written on jobs and nodes
     kubernetes_gpu_resource: str = "nvidia.com/gpu"

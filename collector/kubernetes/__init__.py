@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 from collector.kubernetes.source import KubernetesSource, make_api_client
 from timeline.settings import Settings
 
@@ -25,7 +27,9 @@ def build_kubernetes_source(settings: Settings) -> KubernetesSource:
         try:
             config.load_incluster_config(client_configuration=conf)
         except config.ConfigException:
-            config.load_kube_config(client_configuration=conf)
+            # $KUBECONFIG read now: the client reads it once, at import time.
+            path = settings.kubernetes_kubeconfig or os.environ.get("KUBECONFIG")
+            config.load_kube_config(config_file=path, client_configuration=conf)
         conf.retries = 0
         api = client.ApiClient(conf)
     return KubernetesSource(

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import threading
+from pathlib import Path
 
+import pytest
 from pydantic import SecretStr
 
 from collector.kubernetes import KubernetesSource, build_kubernetes_source
@@ -247,3 +249,28 @@ def test_normal_events_are_kept_for_gpu_pods_and_nodes_only(
     events = source.collect().events
     pod_events = [e.job_id for e in events if e.kind == EventKind.POD_EVENT]
     assert pod_events == [POD]
+
+
+def test_build_kubernetes_source_falls_back_to_kubeconfig(
+    fake: FakeKubeAPI, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    kubeconfig = tmp_path / "config"
+    kubeconfig.write_text(
+        f"""apiVersion: v1
+kind: Config
+clusters:
+- name: lab
+  cluster: {{server: "{fake.url}"}}
+users:
+- name: fleetmedic
+  user: {{token: test-token}}
+contexts:
+- name: lab
+  context: {{cluster: lab, user: fleetmedic}}
+current-context: lab
+"""
+    )
+    monkeypatch.setenv("KUBECONFIG", str(kubeconfig))
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+    obs = build_kubernetes_source(Settings()).collect()
+    assert [j.job_id for j in obs.jobs] == [POD]
