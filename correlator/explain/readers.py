@@ -59,8 +59,9 @@ def _parsed(rest: str) -> list[Event]:
 
 
 def _first_rule(text: str) -> str | None:
+    lower = text.lower()
     for rule in PATTERNS:
-        if rule.kinds is None and rule.regex.search(text):
+        if rule.kinds is None and rule.search(text, lower):
             return rule.name
     return None
 

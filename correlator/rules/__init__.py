@@ -212,10 +212,11 @@ def _ecc_or_remap(event: Event) -> Verdict | None:
 
 def classify_text(text: str, kind: EventKind | None = None) -> Verdict | None:
     """The verdict of the first pattern rule matching `text` (restricted by kind), or None."""
+    lower = text.lower()
     for rule in PATTERNS:
         if rule.kinds is not None and (kind is None or kind not in rule.kinds):
             continue
-        if rule.regex.search(text):
+        if rule.search(text, lower):
             return rule.verdict()
     return None
 

@@ -152,3 +152,20 @@ def test_every_rule_has_a_name_action_and_sane_confidence() -> None:
     assert len(names) == len(set(names))
     for rule in PATTERNS:
         assert rule.action and 0.0 < rule.confidence <= 1.0
+
+
+def test_needle_gate_never_changes_what_a_rule_matches() -> None:
+    # Every line of the corpus and fixtures: the cheap literal gate agrees with the regex.
+    root = Path(__file__).resolve().parents[1] / "fixtures"
+    lines = [
+        line
+        for path in sorted((root / "corpus").glob("*.txt")) + sorted((root / "explain").glob("*"))
+        for line in path.read_text("utf-8", errors="replace").splitlines()
+    ]
+    assert len(lines) > 500
+    for rule in PATTERNS:
+        for line in lines:
+            assert rule.search(line, line.lower()) == bool(rule.regex.search(line)), (
+                rule.name,
+                line,
+            )
