@@ -88,3 +88,29 @@ def test_binary_input_is_refused_with_a_clear_error() -> None:
 def test_text_without_failure_evidence_is_a_null_verdict() -> None:
     result = explain_text("epoch 1 loss 0.53\nepoch 2 loss 0.41\nsaved checkpoint\n")
     assert result.category is None and result.blame == "unknown"
+
+
+def test_kubectl_get_nodes_row_names_the_not_ready_node() -> None:
+    text = (REAL_H100 / "049_k8s-get-nodes-notready-ip.txt").read_text("utf-8")
+    result = explain_text(text)
+    assert (result.category, result.node) == ("node", "10.6.0.188")
+    assert result.evidence == ["10.6.0.188   NotReady   10d       v1.7.2"]
+
+
+def test_sinfo_reason_row_names_its_node() -> None:
+    text = (REAL_H100 / "046_slurm-sinfo-kill-task-failed.txt").read_text("utf-8")
+    assert explain_text(text).node == "ip-10-0-1-23"
+
+
+def test_gpu_is_lost_form_gives_the_bus_id() -> None:
+    text = (REAL_H100 / "086_nvidia-smi-gpu-is-lost.txt").read_text("utf-8")
+    result = explain_text(text)
+    assert (result.category, result.gpu) == ("gpu_hardware", "0000:02:00.0")
+
+
+def test_readable_output_names_verdict_node_and_evidence() -> None:
+    from correlator.explain import human
+
+    text = (REAL_H100 / "013_fallen-off-bus-syslog-host.txt").read_text("utf-8")
+    out = human(explain_text(text))
+    assert "gpu_hardware" in out and "yuri-notebook" in out and "Evidence:" in out

@@ -107,3 +107,21 @@ def test_user_fault_on_one_gpu_across_jobs_and_users_blames_the_gpu() -> None:
     assert repeated_user_fault([("1", "alice"), ("2", "bob")])
     verdict = repeated_user_fault_verdict(31, distinct_jobs=3, distinct_users=2)
     assert (verdict.category, verdict.blame) == (Category.GPU_HARDWARE, Blame.NODE)
+
+
+def test_xid45_that_names_its_cause_takes_the_causes_verdict() -> None:
+    # Real line from NVIDIA/open-gpu-kernel-modules#1150 (corpus 057).
+    raw = (
+        "kernel: NVRM: Xid (PCI:0000:dc:00): 45, pid=1818990, name=python3, Ch 00000001 "
+        "caused by previous Xid 149"
+    )
+    verdict = classify_event(_xid(45, raw))
+    assert verdict is not None
+    assert (verdict.category, verdict.blame) == (Category.INTERCONNECT, Blame.NODE)
+    assert "Xid 149" in verdict.summary
+
+
+def test_unused_catalog_code_is_not_guessed() -> None:
+    verdict = classify_event(_xid(3, "NVRM: Xid (0000:01:00): 3, C 00000005 SC 00000007"))
+    assert verdict is not None and verdict.category is None
+    assert "unused" in verdict.summary.lower()
