@@ -50,6 +50,7 @@ def with_ctypes() -> str:
     cuda = ctypes.CDLL("libcuda.so.1")
 
     def check(rc: int, what: str) -> None:
+        """Raise on a CUresult other than CUDA_SUCCESS."""
         if rc != 0:
             raise RuntimeError(f"{what} failed: CUresult {rc}")
 

@@ -105,6 +105,7 @@ class FakeGpu:
 
 
 def clone_identity(identity: dict[str, Any], index: int) -> tuple[str, str, str]:
+    """(uuid, serial, bus id) of GPU `index`: the recorded one for 0, distinct clones after."""
     if index == 0:
         return identity["uuid"], identity["serial"], identity["pci_bus_id"]
     uuid = identity["uuid"][:-4] + f"{(int(identity['uuid'][-4:], 16) + index) % 0x10000:04x}"
@@ -124,6 +125,7 @@ class EventSet:
         self.events: queue.Queue[Any] = queue.Queue()
 
     def put(self, device: Any, event_type: int, data: int, gi: int, ci: int) -> None:
+        """Queue one c_nvmlEventData_t."""
         ev = pynvml.c_nvmlEventData_t()
         ev.device = device
         ev.eventType, ev.eventData = event_type, data

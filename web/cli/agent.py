@@ -78,6 +78,53 @@ def build_sources(
     return polled, streaming
 
 
+def build_agent(
+    settings: Settings,
+    *,
+    server: str | None,
+    token: str | None,
+    node: str | None,
+    spool: Path | None,
+    sources: dict[str, Any],
+) -> tuple[Any, str]:
+    """The wired Agent (spool, delivery, sources) and a one-line description of it."""
+    from collector.agent import Agent
+    from collector.delivery import Delivery
+    from collector.spool import Spool
+
+    token_value = token or (
+        settings.agent_token.get_secret_value() if settings.agent_token else None
+    )
+    if not token_value:
+        raise typer.BadParameter("an agent token is required (--token or FLEETMEDIC_AGENT_TOKEN)")
+    node_name = node or settings.agent_node or socket.gethostname()
+    spool_path = Path(spool or settings.agent_spool_path or settings.data_dir / "agent-spool.db")
+    the_spool = Spool(
+        spool_path, max_rows=settings.agent_spool_max_rows, max_bytes=settings.agent_spool_max_bytes
+    )
+    delivery = Delivery(
+        spool=the_spool,
+        server_url=server or settings.agent_server_url,
+        token=token_value,
+        agent=f"fleetmedic-agent@{node_name}",
+        node=node_name,
+        max_batch_items=settings.agent_batch_max_items,
+    )
+    polled, streaming = build_sources(
+        node=node_name, settings=settings, state_dir=spool_path.parent, **sources
+    )
+    the_agent = Agent(
+        spool=the_spool,
+        delivery=delivery,
+        polled=polled,
+        streaming=streaming,
+        flush_interval_s=settings.agent_flush_interval_s,
+        on_stop=[p.source.close for p in polled if hasattr(p.source, "close")],
+    )
+    names = ", ".join(sources["names"])
+    return the_agent, f"{node_name}: sources {names}, spool {spool_path}, server {delivery.url}"
+
+
 def register(app: typer.Typer) -> None:
     """Add the `agent` command."""
 
@@ -97,61 +144,22 @@ def register(app: typer.Typer) -> None:
         fake_gpus: int = typer.Option(1, help="GPUs the fake NVML simulates."),
     ) -> None:
         """Run the node agent until SIGTERM/SIGINT; everything is spooled before delivery."""
-        from collector.agent import Agent
-        from collector.delivery import Delivery
-        from collector.spool import Spool
-
         # A line per poll (APScheduler) and per POST (httpx) would drown what matters.
         for noisy in ("apscheduler", "httpx"):
             logging.getLogger(noisy).setLevel(logging.WARNING)
         settings = Settings()
-        token_value = token or (
-            settings.agent_token.get_secret_value() if settings.agent_token else None
-        )
-        if not token_value:
-            raise typer.BadParameter(
-                "an agent token is required (--token or FLEETMEDIC_AGENT_TOKEN)"
-            )
-        node_name = node or settings.agent_node or socket.gethostname()
-        spool_path = spool or settings.agent_spool_path or settings.data_dir / "agent-spool.db"
-        the_spool = Spool(
-            spool_path,
-            max_rows=settings.agent_spool_max_rows,
-            max_bytes=settings.agent_spool_max_bytes,
-        )
-        delivery = Delivery(
-            spool=the_spool,
-            server_url=server or settings.agent_server_url,
-            token=token_value,
-            agent=f"fleetmedic-agent@{node_name}",
-            node=node_name,
-            max_batch_items=settings.agent_batch_max_items,
-        )
-        polled, streaming = build_sources(
-            names=source,
-            node=node_name,
-            settings=settings,
-            interval=interval or settings.agent_interval_s,
-            replay=replay,
-            replay_speed=replay_speed,
-            fake_nvml=fake_nvml,
-            fake_gpus=fake_gpus,
-            state_dir=Path(spool_path).parent,
-        )
-        on_stop = [p.source.close for p in polled if hasattr(p.source, "close")]
-        the_agent = Agent(
-            spool=the_spool,
-            delivery=delivery,
-            polled=polled,
-            streaming=streaming,
-            flush_interval_s=settings.agent_flush_interval_s,
-            on_stop=on_stop,
+        sources = {
+            "names": source,
+            "interval": interval or settings.agent_interval_s,
+            "replay": replay,
+            "replay_speed": replay_speed,
+            "fake_nvml": fake_nvml,
+            "fake_gpus": fake_gpus,
+        }
+        the_agent, description = build_agent(
+            settings, server=server, token=token, node=node, spool=spool, sources=sources
         )
         for sig in (signal.SIGTERM, signal.SIGINT):
             signal.signal(sig, lambda *_: the_agent.stop_event.set())
-        typer.echo(
-            f"fleetmedic agent on {node_name}: sources {', '.join(source)}, spool {spool_path}, "
-            f"server {delivery.url}",
-            err=True,
-        )
+        typer.echo(f"fleetmedic agent on {description}", err=True)
         the_agent.run_forever()
