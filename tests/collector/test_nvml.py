@@ -196,3 +196,15 @@ def test_gpu_map_gives_the_kernel_log_source_uuid_and_index_by_pci_id() -> None:
         "0000:00:06.0": (fake.gpu(0).uuid, 0),
         "0000:00:07.0": (fake.gpu(1).uuid, 1),
     }
+
+
+def test_a_getter_that_fails_is_counted_each_time_and_the_rest_of_the_sample_kept() -> None:
+    class NoPermission(FakeNvml):
+        def nvmlDeviceGetPowerUsage(self, handle: object) -> int:
+            raise pynvml.NVMLError(pynvml.NVML_ERROR_NO_PERMISSION)
+
+    src = _source(NoPermission())
+    samples = [src.collect().samples[0] for _ in range(3)]
+    assert all(s.power_w is None and s.util_gpu is not None for s in samples)
+    assert src.health.errors["nvmlDeviceGetPowerUsage"] == 3  # not memoized: may come back
+    assert src.unsupported == {k for k in src.unsupported if k[1] != "nvmlDeviceGetPowerUsage"}
