@@ -150,7 +150,7 @@ def pod_terminations(pod: Mapping[str, Any]) -> tuple[Termination | None, Termin
     status = _dict(pod, "status")
     current: list[Termination] = []
     earlier: list[Termination] = []
-    for cs in _list(status, "containerStatuses"):
+    for cs in [*_list(status, "initContainerStatuses"), *_list(status, "containerStatuses")]:
         if not isinstance(cs, Mapping):
             raise MalformedObject("containerStatuses item is not an object")
         name = str(cs.get("name", "?"))

@@ -31,6 +31,10 @@ _LIST_CALLS = {
 _PARSE_ERRORS = (convert.MalformedObject, KeyError, TypeError, ValueError, AttributeError)
 
 
+class _Garbled(Exception):
+    """A list response that is not a Kubernetes list (already counted as a parse failure)."""
+
+
 class _Gone(Exception):
     """The watch's resourceVersion is too old (HTTP 410 / ERROR Status code 410): relist."""
 
@@ -163,6 +167,8 @@ class KubernetesSource:
             delay = min(delay * 2, self.backoff_max_s)
 
     def _count_failure(self, kind: str, exc: BaseException) -> None:
+        if isinstance(exc, _Garbled):
+            return  # counted where it was read
         if isinstance(exc, ApiException):
             if exc.status == 410:
                 self.resource_version[kind] = None
@@ -190,10 +196,12 @@ class KubernetesSource:
         resp = self._call(kind, _request_timeout=self.request_timeout_s)
         try:
             body = json.loads(resp.data)
-        except ValueError as exc:
+            items = body.get("items") or []
+            if not isinstance(items, list):
+                raise ValueError("items is not a list")
+        except (ValueError, AttributeError) as exc:
             self.health.parse_failure(f"{kind}_list", str(exc))
-            raise
-        items = body.get("items") or []
+            raise _Garbled(str(exc)) from exc
         self.stats["lists"] += 1
         if kind == "pods":
             obs = self.state.pods_relisted(items, self._bad)
@@ -201,7 +209,8 @@ class KubernetesSource:
             obs = Observations()
             for item in items:
                 obs.extend(self._apply(kind, "ADDED", item))
-        rv = (body.get("metadata") or {}).get("resourceVersion")
+        meta = body.get("metadata")
+        rv = meta.get("resourceVersion") if isinstance(meta, dict) else None
         self.resource_version[kind] = str(rv) if rv else None
         return obs
 

@@ -51,6 +51,7 @@ class FakeKubeAPI:
         self.compacted: dict[str, int] = dict.fromkeys(LIST_KIND, 0)
         self.drop_generation = 0
         self.held = False  # while True, open watches deliver nothing (a stalled stream)
+        self.garbage_lists = False  # while True, lists answer 200 with an HTML error page
         self.requests: list[tuple[str, dict[str, str]]] = []
         self.unauthorized = 0
         self.port = 0
@@ -130,6 +131,8 @@ class FakeKubeAPI:
             return JSONResponse({"kind": "Status", "code": 404}, status_code=404)
         if query.get("watch") in ("true", "1"):
             return StreamingResponse(self._watch(kind, query), media_type="application/json")
+        if self.garbage_lists:
+            return Response("<html><body>502 Bad Gateway</body></html>", media_type="text/html")
         with self._lock:
             body = {
                 "kind": LIST_KIND[kind],

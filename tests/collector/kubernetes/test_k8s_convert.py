@@ -92,3 +92,18 @@ def test_state_reports_a_pod_change_once() -> None:
 def test_malformed_pod_raises_malformed_object(broken: object) -> None:
     with pytest.raises(convert.MalformedObject):
         ClusterState().pod(broken)  # type: ignore[arg-type]
+
+
+def test_failed_init_container_gives_the_pod_its_exit_code() -> None:
+    pod = fixture("pod_gpu_oomkilled.json")
+    pod["status"]["containerStatuses"][0]["state"] = {"waiting": {"reason": "PodInitializing"}}
+    pod["status"]["initContainerStatuses"] = [
+        {
+            "name": "fetch-weights",
+            "state": {"terminated": {"exitCode": 2, "reason": "Error"}},
+            "lastState": {},
+            "restartCount": 0,
+        }
+    ]
+    job = convert.pod_to_job(pod, cluster="c", gpu_resource="nvidia.com/gpu", user_keys=[])
+    assert (job.exit_code, job.reason) == (2, "Error")

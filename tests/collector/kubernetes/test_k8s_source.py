@@ -274,3 +274,13 @@ current-context: lab
     monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
     obs = build_kubernetes_source(Settings()).collect()
     assert [j.job_id for j in obs.jobs] == [POD]
+
+
+def test_a_list_answer_that_is_not_json_is_counted(fake: FakeKubeAPI) -> None:
+    fake.garbage_lists = True
+    source = make_source(fake)
+    assert source.collect().is_empty()
+    assert source.health.parse_failures["pods_list"] == 1
+    assert source.health.total_errors() == 0
+    fake.garbage_lists = False
+    assert [j.job_id for j in source.collect().jobs] == [POD]
