@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from collector.parse.dcgm import parse_dcgm_text
 from timeline.models import Event, EventKind, Severity
 
 
@@ -140,53 +141,42 @@ def _smi_q_event(
     return None
 
 
-# --- dcgm-exporter -------------------------------------------------------------------------------
+# --- dcgm-exporter -------------------------------------------------------------------------
 
-_METRIC = re.compile(r"^(?P<name>DCGM_FI_[A-Z0-9_]+)(?:\{(?P<labels>[^}]*)\})?\s+(?P<value>\S+)")
-_LABEL = re.compile(r'(\w+)="((?:[^"\\]|\\.)*)"')
+_METRIC = re.compile(r"^(?P<name>DCGM_[A-Z0-9_]+)(?:\{(?P<labels>[^}]*)\})?\s+(?P<value>\S+)")
+# Which exposition line is the evidence for each kind of event parse_dcgm_text makes.
+_EVIDENCE_METRIC = {
+    EventKind.XID: ("DCGM_FI_DEV_XID_ERRORS",),
+    EventKind.ROW_REMAP: ("DCGM_FI_DEV_ROW_REMAP_FAILURE", "DCGM_FI_DEV_ROW_REMAP_PENDING"),
+    EventKind.ECC: ("DCGM_FI_DEV_ECC_DBE_VOL_TOTAL",),
+}
 
 
 def read_dcgm_metrics(lines: list[str]) -> ReadResult:
-    """dcgm-exporter /metrics lines whose value shows a fault (Xid, row remap failure, DBE)."""
+    """dcgm-exporter /metrics text, through the collector's parser; evidence is the metric line."""
     out = ReadResult()
-    for i, line in enumerate(lines):
-        m = _METRIC.match(line.strip())
-        if not m:
-            continue
-        out.claimed.add(i)
-        try:
-            value = float(m.group("value"))
-        except ValueError:
-            continue
-        labels = dict(_LABEL.findall(m.group("labels") or ""))
-        ev = _dcgm_event(m.group("name"), value, labels, line)
-        if ev is not None:
-            out.events.append(ev)
-    return out
-
-
-def _dcgm_event(name: str, value: float, labels: dict[str, str], line: str) -> Event | None:
-    common: dict[str, object] = {
-        "node": labels.get("Hostname") or labels.get("hostname") or None,
-        "pci_bus_id": normalize_pci(labels.get("pci_bus_id")),
-        "gpu_uuid": labels.get("UUID") or None,
-        "payload": {
-            k: v for k, v in labels.items() if k in ("gpu", "pod", "namespace", "container")
-        },
+    metric_lines = [(i, ln.strip()) for i, ln in enumerate(lines) if _METRIC.match(ln.strip())]
+    if not metric_lines:
+        return out
+    out.claimed = {i for i, _ in metric_lines}
+    out.claimed |= {
+        i for i, ln in enumerate(lines) if ln.startswith(("# HELP DCGM", "# TYPE DCGM"))
     }
-    if name == "DCGM_FI_DEV_XID_ERRORS" and value > 0:
-        return _event(
-            EventKind.XID, line, f"DCGM reports Xid {int(value)}", code=int(value), **common
+    gpus, events = parse_dcgm_text("\n".join(ln for _, ln in metric_lines) + "\n")
+    by_uuid = {g.uuid: g for g in gpus}
+    for ev in events:
+        g = by_uuid.get(ev.gpu_uuid or "")
+        names = _EVIDENCE_METRIC.get(ev.kind, ())
+        ev.raw = next(
+            (ln for _, ln in metric_lines if ln.startswith(names) and (ev.gpu_uuid or "") in ln),
+            ev.message,
         )
-    if name == "DCGM_FI_DEV_ROW_REMAP_FAILURE" and value > 0:
-        common["payload"] = {**common["payload"], "failure": True}  # type: ignore[dict-item]
-        return _event(EventKind.ROW_REMAP, line, "DCGM reports a row remap failure", **common)
-    if name in ("DCGM_FI_DEV_ECC_DBE_VOL_TOTAL", "DCGM_FI_DEV_ECC_DBE_AGG_TOTAL") and value > 0:
-        common["payload"] = {**common["payload"], "dbe": int(value)}  # type: ignore[dict-item]
-        return _event(
-            EventKind.ECC, line, f"DCGM reports {int(value)} double-bit ECC errors", **common
-        )
-    return None
+        if g is not None:
+            ev.node = ev.node or g.hostname
+            if g.index is not None:
+                ev.payload["gpu_index"] = g.index
+        out.events.append(ev)
+    return out
 
 
 # --- dcgmi diag ---------------------------------------------------------------------------

@@ -190,7 +190,7 @@ def _ecc_or_remap(event: Event) -> Verdict | None:
             priority=40,
         )
     if event.kind is EventKind.ECC:
-        if payload.get("dbe") or "dbe" in str(payload.get("type", "")).lower():
+        if payload.get("dbe") or "dbe" in str(payload.get("type", payload.get("ecc", ""))).lower():
             return _v(
                 Category.GPU_HARDWARE,
                 Blame.NODE,
