@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import re
 
+from collector.slurm.parse import ParseError, parse_sacct_json
 from correlator.explain.hosts import clean_host
 from correlator.explain.readers_gpu import ReadResult, _event
 from timeline.models import EventKind
@@ -84,40 +85,31 @@ def _sacct_rows(
 
 
 def read_sacct_json(text: str) -> ReadResult:
-    """`sacct --json`: one JOB_STATE event per job record that did not complete."""
+    """`sacct --json` through the collector's parser: one JOB_STATE event per unfinished job."""
     out = ReadResult()
     try:
-        doc = json.loads(text)
-    except ValueError:
-        return out
-    if not isinstance(doc, dict) or not isinstance(doc.get("jobs"), list):
-        return out
-    for job in doc["jobs"]:
-        if not isinstance(job, dict):
+        records, _skipped = parse_sacct_json(text)
+    except ParseError:
+        return out  # not sacct JSON: the other readers get the text
+    for rec in records:
+        if rec.state in ("COMPLETED", "RUNNING", "PENDING"):
             continue
-        state_obj = job.get("state")
-        state = state_obj.get("current") if isinstance(state_obj, dict) else state_obj
-        if isinstance(state, list):
-            state = state[0] if state else None
-        if not isinstance(state, str) or state in ("COMPLETED", "RUNNING", "PENDING"):
-            continue
-        reason = state_obj.get("reason") if isinstance(state_obj, dict) else None
-        nodes = job.get("nodes") if isinstance(job.get("nodes"), str) else None
-        record = {
-            "job_id": job.get("job_id"),
-            "state": state,
-            "nodes": nodes,
-            "user": job.get("user"),
-            "reason": reason,
+        node = rec.nodes[0] if len(rec.nodes) == 1 else None
+        summary = {
+            "job_id": rec.job_id,
+            "state": rec.state,
+            "nodes": rec.nodes,
+            "user": rec.user,
+            "reason": rec.reason,
         }
         out.events.append(
             _event(
                 EventKind.JOB_STATE,
-                json.dumps(record),
-                _state_message(state, reason, str(job.get("job_id"))),
-                node=_single_host(nodes),
-                job_id=str(job.get("job_id")),
-                payload={"state": state, "user": job.get("user"), "scope": "sacct-json"},
+                json.dumps(summary),
+                _state_message(rec.state, rec.reason, rec.job_id),
+                node=clean_host(node),
+                job_id=rec.job_id,
+                payload={"state": rec.state, "user": rec.user, "scope": "sacct-json"},
             )
         )
     out.claimed = set(range(len(text.splitlines())))
