@@ -145,8 +145,10 @@ class KubernetesSource:
         """List (when no resourceVersion), then watch; reconnect, relist or back off until stop."""
         delay = self.backoff_initial_s
         while not stop.is_set():
+            listed = False
             try:
                 if self.resource_version[kind] is None:
+                    listed = True
                     obs = self._list(kind)
                     if not obs.is_empty():
                         emit(obs)
@@ -157,7 +159,8 @@ class KubernetesSource:
                 self.stats["relists_410"] += 1
                 self.health.error("watch_expired_410")
                 self.resource_version[kind] = None
-                continue
+                if not listed:
+                    continue  # relist at once; a 410 right after a list waits like an error
             except Exception as exc:
                 if stop.is_set():
                     break  # our own cut of the connection at shutdown, not a failure
