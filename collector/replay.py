@@ -67,6 +67,7 @@ class ReplaySource:
         self.clock = clock
         self.health = health or SourceHealth("replay")
         self.played = 0
+        self._announced = False
 
     def records(self) -> Iterator[tuple[float, Observations]]:
         """(recorded time, observations) per valid line; bad lines are counted and skipped."""
@@ -88,7 +89,16 @@ class ReplaySource:
         kind = rec.pop("type", None)
         if kind is None:
             t = float(rec["t"])
-            return t, Observations(samples=[trace_sample(rec, gpu_uuid=self.gpu_uuid, ts=t)])
+            obs = Observations(samples=[trace_sample(rec, gpu_uuid=self.gpu_uuid, ts=t)])
+            if not self._announced:
+                # A trace names no GPU: say which one these samples belong to, once.
+                self._announced = True
+                obs.gpus.append(
+                    GpuInfo(
+                        uuid=self.gpu_uuid, node=self.node, index=0, name=f"replay {self.path.name}"
+                    )
+                )
+            return t, obs
         if kind == "sample":
             rec.setdefault("gpu_uuid", self.gpu_uuid)
             s = Sample.model_validate(rec)

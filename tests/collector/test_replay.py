@@ -51,6 +51,7 @@ def test_trace_plays_at_recorded_pace_rebased_to_now() -> None:
     first, last = got[0].samples[0], got[-1].samples[0]
     assert first.ts == 1000.0 and abs(last.ts - (1000.0 + trace[-1]["t"] - trace[0]["t"])) < 1e-6
     assert first.gpu_uuid == "GPU-x" and first.power_w == trace[0]["power_mw"] / 1000.0
+    assert [g.uuid for o in got for g in o.gpus] == ["GPU-x"]  # the GPU is named once
 
 
 def test_speed_scales_the_pace() -> None:
