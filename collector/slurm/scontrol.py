@@ -16,7 +16,15 @@ from collector.slurm.hostlist import (
     gpu_indices_from_gres,
     parse_tres,
 )
-from collector.slurm.parse import ParseError, normalize_state, parse_slurm_time
+from collector.slurm.parse import (
+    TERMINAL_STATES,
+    ParseError,
+    PsvRow,
+    SacctRecord,
+    normalize_state,
+    parse_exit_code,
+    parse_slurm_time,
+)
 
 # --- scontrol show job -d / show node (multi-line form) ---
 
@@ -192,6 +200,37 @@ def parse_scontrol_nodes(text: str) -> tuple[list[ScontrolNode], list[str]]:
         except (KeyError, ValueError) as exc:
             bad.append(f"{type(exc).__name__}: {exc}: {lines[0][:120]!r}")
     return nodes, bad
+
+
+def as_accounting(job: ScontrolJob) -> tuple[SacctRecord, PsvRow]:
+    """A job from slurmctld's memory in the shape of an accounting record plus its exit line.
+
+    For clusters without slurmdbd, and while it is down. scontrol's ExitCode is the true one.
+    """
+    f = job.fields
+    tres = parse_tres(f.get("TRES"))
+    terminal = job.state in TERMINAL_STATES
+    rc, sig = parse_exit_code(f.get("ExitCode"))
+    record = SacctRecord(
+        job_id=job.job_id,
+        name=f.get("JobName"),
+        user=(f.get("UserId") or "").split("(")[0] or None,
+        account=f.get("Account"),
+        partition=f.get("Partition"),
+        state=job.state,
+        reason=job.reason,
+        submit_ts=parse_slurm_time(f.get("SubmitTime")),
+        start_ts=job.start_ts if job.state != "PENDING" else None,
+        end_ts=job.end_ts if terminal else None,  # a running job's EndTime is its limit
+        nodes=job.nodes,
+        gpus=gpu_count_from_tres(tres),
+        alloc_tres=tres,
+        step_signal=None,
+        step_rc=None,
+        workdir=f.get("WorkDir"),
+    )
+    row = PsvRow(job.job_id, None, job.state, rc, sig, record.start_ts, record.end_ts, "")
+    return record, row
 
 
 # --- squeue --json (openapi/v0.0.38) ---

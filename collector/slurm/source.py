@@ -6,7 +6,8 @@ Scheduled in the server. Each collect() reads:
   sacct --json           accounting records in a time window (incl. one record per requeued run)
   sacct -P -D            the same window's exit codes (22.05's JSON job exit_code is always 0)
   scontrol show node     node state, reason, who set it and when
-A failed or garbled command is counted in `health` and that part is skipped for this poll.
+A failed or garbled command is counted in `health` and that part is skipped for this poll;
+without sacct (no slurmdbd, or it is down) jobs come from what slurmctld still holds.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from collector.slurm.parse import (
     parse_sacct_psv,
 )
 from collector.slurm.runner import CommandResult, CommandRunner
-from collector.slurm.scontrol import ScontrolJob, parse_scontrol_jobs
+from collector.slurm.scontrol import ScontrolJob, as_accounting, parse_scontrol_jobs
 from timeline.models import Allocation, Event, EventKind, Job, Scheduler, Severity
 
 _SEVERITY = {
@@ -149,10 +150,15 @@ class SlurmSource:
         sacct = self._sacct(now)
         if sacct is not None:
             records, rows = sacct
-            for rec in records:
-                by_job.setdefault(rec.job_id, []).append(rec)
-            self._jobs(by_job, rows, now, obs)
             self._hwm = now
+        elif ctl is not None:  # no accounting (or slurmdbd down): what slurmctld still holds
+            pairs = [as_accounting(j) for j in ctl.values()]
+            records, rows = [r for r, _ in pairs], [row for _, row in pairs]
+        else:
+            records, rows = [], []
+        for rec in records:
+            by_job.setdefault(rec.job_id, []).append(rec)
+        self._jobs(by_job, rows, now, obs)
         if ctl is not None:
             self._allocations(ctl, by_job, now, obs)
         self._nodes.collect(self._command(["scontrol", "show", "node"]), now, obs)

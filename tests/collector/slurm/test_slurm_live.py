@@ -134,6 +134,7 @@ def test_live_accounting_down_is_counted_and_caught_up_after(slurm_cluster: Slur
         seen.add(src.collect())
         assert src.health.errors["sacct --json: exit_1"] == before + 1
         assert seen.nodes  # scontrol still answers
+        assert jid in seen.jobs  # the job as slurmctld holds it meanwhile
         poll_until(src, seen, lambda s: len(s.allocs(jid)) == 2, "allocation closed meanwhile")
     finally:
         slurm_cluster.start_slurmdbd()

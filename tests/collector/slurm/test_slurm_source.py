@@ -164,8 +164,9 @@ def test_failed_sacct_keeps_the_window_and_is_counted_not_raised() -> None:
     src = SlurmSource(runner, Clock(T0), cluster="lab", health=health, lookback_s=3600)
     runner.replies["sacct --json"] = CommandResult(("sacct",), None, "", "", True, "timeout")
     obs = src.collect()
-    assert obs.jobs == [] and health.errors["sacct --json: timeout"] == 1
+    assert health.errors["sacct --json: timeout"] == 1
     assert obs.allocations  # scontrol still answered: GPUs of running jobs recorded
+    assert {j.state for j in obs.jobs} == {"RUNNING"}  # from slurmctld's memory meanwhile
     runner.replies["sacct --json"] = read("sacct.json")
     src.collect()
     starts = [c[c.index("-S") + 1] for c in runner.calls if c[:2] == ("sacct", "--json")]
@@ -188,8 +189,20 @@ def test_garbage_output_is_counted_and_the_rest_still_reported(
     health = SourceHealth("slurm-test")
     obs = SlurmSource(runner, Clock(T0), cluster="lab", health=health).collect()
     assert health.parse_failures[counter] == 1
-    assert (len(obs.jobs) > 0) == (key != "sacct --json")
+    assert obs.jobs  # from sacct, or from slurmctld's memory when sacct is garbled
     assert (len(obs.nodes) > 0) == (key != "scontrol show node")
+
+
+def test_without_accounting_jobs_come_from_slurmctld_with_true_exit_codes() -> None:
+    runner = recorded(ctl="scontrol_show_job.txt")
+    runner.replies["sacct --json"] = CommandResult(
+        ("sacct",), 1, "", "Slurm accounting storage is disabled", False, "exit_1"
+    )
+    obs = make(runner)[0].collect()
+    jobs = {j.job_id: (j.state, j.exit_code, j.user, j.gpus, j.end_ts) for j in obs.jobs}
+    assert jobs["3"] == ("FAILED", 1, "root", 1, 1795349707.0)
+    assert jobs["4"][:2] == ("TIMEOUT", 0) and jobs["5"][0] == "CANCELLED"
+    assert "lab:3:FAILED:0" in {e.dedup_key for e in obs.events}  # same keys as via sacct
 
 
 def test_nonzero_exit_is_counted() -> None:
