@@ -11,6 +11,8 @@ _NOT_HOSTS = frozenset(
     {"localhost", "none", "null", "unknown", "kernel", "node", "host", "n/a", "nodes", "hostname"}
 )
 
+_QUOTE = re.compile(r"^(?:\s*>\s?)+")
+
 # Each pattern captures the host in group "h"; the first that matches wins.
 _LINE_PATTERNS: tuple[re.Pattern[str], ...] = (
     # journald / syslog: "Nov 22 12:00:00 gpu-node-07 kernel: ..."
@@ -57,6 +59,7 @@ def clean_host(value: str | None) -> str | None:
 
 def host_in_line(line: str) -> str | None:
     """The host a line names by a known convention, or None."""
+    line = _QUOTE.sub("", line)  # logs pasted as e-mail/markdown quotes ("> ...")
     for pattern in _LINE_PATTERNS:
         m = pattern.search(line)
         if m:
