@@ -15,7 +15,6 @@ from pydantic_settings import (
     SettingsConfigDict,
     TomlConfigSettingsSource,
 )
-from sqlalchemy.engine import make_url
 
 
 def default_data_dir() -> Path:
@@ -142,6 +141,9 @@ class Settings(BaseSettings):
 
     def safe_database_url(self) -> str:
         """The database URL with any password masked, for logs and banners."""
+        # Imported here: the node agent reads these settings and never needs SQLAlchemy.
+        from sqlalchemy.engine import make_url
+
         return make_url(self.database_url).render_as_string(hide_password=True)
 
     def agent_token_values(self) -> set[str]:
