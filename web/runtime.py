@@ -6,6 +6,7 @@ With several replicas, only the leader will run these (deployment issue); today 
 from __future__ import annotations
 
 import logging
+import threading
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -13,7 +14,7 @@ from dataclasses import dataclass
 from apscheduler.schedulers.background import BackgroundScheduler
 from sqlalchemy.orm import Session, sessionmaker
 
-from collector.base import Source
+from collector.base import Observations, Source, StreamingSource
 from timeline import service
 from timeline.db import unit_of_work
 from timeline.models import Batch
@@ -29,16 +30,13 @@ class ScheduledSource:
     interval_s: float
 
 
-def append_observations(
-    factory: sessionmaker[Session], *, source: Source, agent: str = "server"
-) -> int:
-    """Collect once from `source` and store the result as one batch; returns items stored."""
-    obs = source.collect()
+def store_observations(factory: sessionmaker[Session], *, obs: Observations, name: str) -> int:
+    """Store what a server-side source saw as one batch; returns items stored."""
     if obs.is_empty():
         return 0
     batch = Batch(
-        agent=f"{agent}:{source.name}",
-        node=f"{agent}:{source.name}",
+        agent=f"server:{name}",
+        node=f"server:{name}",
         batch_id=uuid.uuid4().hex,
         gpus=obs.gpus,
         samples=obs.samples,
@@ -52,6 +50,11 @@ def append_observations(
     return obs.size()
 
 
+def append_observations(factory: sessionmaker[Session], *, source: Source) -> int:
+    """Collect once from a polled source and store the result."""
+    return store_observations(factory, obs=source.collect(), name=source.name)
+
+
 class ServerRuntime:
     """Owns the scheduler of the server's periodic jobs; every job is failure-isolated."""
 
@@ -59,6 +62,8 @@ class ServerRuntime:
         self.factory = factory
         self.scheduler = BackgroundScheduler(daemon=True)
         self.jobs: dict[str, Callable[[], object]] = {}
+        self.streams: list[tuple[StreamingSource, threading.Thread]] = []
+        self._stop = threading.Event()
 
     def add(self, name: str, fn: Callable[[], object], interval_s: float) -> None:
         """Run `fn` every `interval_s` seconds; one run at a time; errors logged, never fatal."""
@@ -83,12 +88,35 @@ class ServerRuntime:
             scheduled.interval_s,
         )
 
+    def add_stream(self, source: StreamingSource) -> None:
+        """Run a streaming source (e.g. Kubernetes watches) on its own thread once started."""
+        name = source.name
+
+        def emit(obs: Observations) -> None:
+            try:
+                store_observations(self.factory, obs=obs, name=name)
+            except Exception:
+                log.exception("storing what %s saw failed; dropped this batch", name)
+
+        def run() -> None:
+            try:
+                source.run(emit, self._stop)
+            except Exception:
+                log.exception("streaming source %s stopped on an error", name)
+
+        self.streams.append((source, threading.Thread(target=run, name=name, daemon=True)))
+
     def start(self) -> None:
-        """Start the scheduler if it has jobs."""
+        """Start the scheduler (if it has jobs) and the streaming sources."""
         if self.jobs:
             self.scheduler.start()
+        for _, thread in self.streams:
+            thread.start()
 
     def stop(self) -> None:
-        """Stop the scheduler, waiting for running jobs."""
+        """Stop the scheduler and the streams, waiting for running work."""
+        self._stop.set()
         if self.scheduler.running:
             self.scheduler.shutdown(wait=True)
+        for _, thread in self.streams:
+            thread.join(timeout=10)

@@ -4,12 +4,44 @@ from __future__ import annotations
 
 import logging
 
+from timeline import service
 from timeline.settings import Settings
-from web.runtime import ServerRuntime
+from web.runtime import ScheduledSource, ServerRuntime
 
 log = logging.getLogger(__name__)
 
 
+def _job_state(runtime: ServerRuntime, job_id: str) -> str | None:
+    with runtime.factory() as session:
+        job = service.get_job(session, job_id=job_id)
+    return None if job is None else str(job["state"])
+
+
 def configure_runtime(runtime: ServerRuntime, settings: Settings) -> None:
     """Register the cluster sources and the correlator that the settings switch on."""
-    log.info("no cluster sources configured")
+    if settings.slurm_enabled:
+        from collector.slurm import build_slurm_source
+
+        slurm = build_slurm_source(settings)
+        if slurm is not None:
+            runtime.add_source(ScheduledSource(slurm, settings.slurm_poll_s))
+            log.info("slurm source every %.0f s", settings.slurm_poll_s)
+    if settings.kubernetes_enabled:
+        from collector.kubernetes import build_kubernetes_source
+
+        runtime.add_stream(build_kubernetes_source(settings))
+        log.info("kubernetes source watching pods, events and nodes")
+    if settings.wandb_enabled:
+        from collector.wandb import build_wandb_source
+
+        wandb = build_wandb_source(settings, job_state=lambda j: _job_state(runtime, j))
+        runtime.add_source(ScheduledSource(wandb, settings.wandb_interval_s))
+        log.info("wandb source every %.0f s", settings.wandb_interval_s)
+    if settings.correlator_enabled:
+        from correlator.jobs import run_correlator
+
+        runtime.add(
+            "correlator",
+            lambda: run_correlator(runtime.factory, settings),
+            settings.correlator_interval_s,
+        )

@@ -1,0 +1,64 @@
+"""The server runs the sources the settings switch on, and stores what they see."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+
+import pytest
+from pydantic import SecretStr
+from fastapi.testclient import TestClient
+
+from tests.collector.kubernetes.fakeapi import FakeKubeAPI, fixture
+from timeline.settings import Settings
+from web.app import create_app
+from web.wiring import configure_runtime
+
+
+@pytest.fixture()
+def fake_k8s() -> Iterator[FakeKubeAPI]:
+    """The faithful fake API server with a GPU node and a running GPU pod."""
+    api = FakeKubeAPI()
+    api.apply("nodes", fixture("node_gpu.json"))
+    api.apply("pods", fixture("pod_gpu_running.json"))
+    api.start()
+    yield api
+    api.stop()
+
+
+def _wait(client: TestClient, path: str, pred: object, timeout: float = 20.0) -> object:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        body = client.get(path).json()
+        if pred(body):  # type: ignore[operator]
+            return body
+        time.sleep(0.1)
+    raise AssertionError(f"{path} never satisfied the condition; last: {body!r}")
+
+
+@pytest.mark.parametrize("migrated_url", ["sqlite"], indirect=True)
+def test_server_watches_kubernetes_and_stores_pods_and_nodes(
+    settings: Settings, fake_k8s: FakeKubeAPI
+) -> None:
+    settings.kubernetes_enabled = True
+    settings.kubernetes_host = fake_k8s.url
+    settings.kubernetes_token = SecretStr("test-token")
+    settings.kubernetes_verify_ssl = False
+    settings.correlator_enabled = False
+    with TestClient(create_app(settings, configure=configure_runtime)) as client:
+        jobs = _wait(
+            client, "/api/v1/jobs", lambda b: any(j["scheduler"] == "kubernetes" for j in b)
+        )
+        pod = fixture("pod_gpu_running.json")
+        job_id = f"{pod['metadata']['namespace']}/{pod['metadata']['name']}"
+        assert [j["job_id"] for j in jobs] == [job_id]  # type: ignore[union-attr]
+        nodes = _wait(client, "/api/v1/nodes", lambda b: len(b) >= 1)
+        assert nodes[0]["name"] == fixture("node_gpu.json")["metadata"]["name"]  # type: ignore[index]
+        assert client.app.state.runtime.streams  # type: ignore[attr-defined]
+
+
+def test_nothing_is_scheduled_when_every_source_is_off(settings: Settings) -> None:
+    settings.correlator_enabled = False
+    app = create_app(settings, configure=configure_runtime)
+    with TestClient(app):
+        assert app.state.runtime.jobs == {} and app.state.runtime.streams == []
