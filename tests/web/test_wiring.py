@@ -6,8 +6,8 @@ import time
 from collections.abc import Iterator
 
 import pytest
-from pydantic import SecretStr
 from fastapi.testclient import TestClient
+from pydantic import SecretStr
 
 from tests.collector.kubernetes.fakeapi import FakeKubeAPI, fixture
 from timeline.settings import Settings
