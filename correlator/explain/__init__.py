@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from correlator.explain.models import ExplainInputError, Explanation
-from correlator.explain.readers import read_events, text_hosts
+from correlator.explain.readers import read
 from correlator.explain.reasoning import (
     conclude,
     findings,
@@ -59,13 +59,14 @@ def explain_text(text: str) -> Explanation:
     """Read every kind of evidence in `text` and explain the most likely root cause."""
     if not text.strip():
         return _nothing("The input is empty: there is nothing to explain.")
-    conclusion = conclude(findings(read_events(text)))
+    events, hosts = read(text)
+    conclusion = conclude(findings(events))
     if conclusion is None:
         return _nothing(
             "No failure evidence that fleetmedic recognises was found in the input "
             "(Xid, NCCL, CUDA, OOM, scheduler or node-failure lines)."
         )
-    node = node_of(conclusion, text_hosts(text))
+    node = node_of(conclusion, hosts)
     gpu, index = gpu_of(conclusion)
     job, user = job_and_user(conclusion)
     evidence: list[str] = []

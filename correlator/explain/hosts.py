@@ -11,6 +11,7 @@ _NOT_HOSTS = frozenset(
     {"localhost", "none", "null", "unknown", "kernel", "node", "host", "n/a", "nodes", "hostname"}
 )
 
+_MARKS = (":", "@", "node/", "NodeName=", "***")
 _QUOTE = re.compile(r"^(?:\s*>\s?)+")
 
 # Each pattern captures the host in group "h"; the first that matches wins.
@@ -59,6 +60,8 @@ def clean_host(value: str | None) -> str | None:
 
 def host_in_line(line: str) -> str | None:
     """The host a line names by a known convention, or None."""
+    if not any(mark in line for mark in _MARKS):
+        return None  # every convention below needs one of these; most log lines have none
     line = _QUOTE.sub("", line)  # logs pasted as e-mail/markdown quotes ("> ...")
     for pattern in _LINE_PATTERNS:
         m = pattern.search(line)

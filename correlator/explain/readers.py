@@ -21,7 +21,7 @@ from correlator.explain.readers_gpu import (
     read_nvidia_smi,
 )
 from correlator.explain.readers_sched import context_hosts, read_sacct_json, read_sacct_table
-from correlator.rules import PATTERNS
+from correlator.rules import PATTERNS, could_match
 from timeline.models import Event, EventKind
 
 log = logging.getLogger(__name__)
@@ -60,6 +60,8 @@ def _parsed(rest: str) -> list[Event]:
 
 def _first_rule(text: str) -> str | None:
     lower = text.lower()
+    if not could_match(lower):
+        return None
     for rule in PATTERNS:
         if rule.kinds is None and rule.search(text, lower):
             return rule.name
@@ -106,6 +108,11 @@ def _attach_hosts(events: list[Event], lines: list[str], hints: list[str | None]
 
 def read_events(text: str) -> list[Event]:
     """Every failure-relevant event the text shows, in reading order."""
+    return read(text)[0]
+
+
+def read(text: str) -> tuple[list[Event], list[str]]:
+    """(events, every host the text names by a known convention) in one pass over the text."""
     lines = text.splitlines()
     structured = _structured(text, lines)
     rest = "\n".join("" if i in structured.claimed else ln for i, ln in enumerate(lines))
@@ -115,12 +122,5 @@ def read_events(text: str) -> list[Event]:
     skip = structured.claimed | {i for i, ln in enumerate(lines) if ln.strip() in covered}
     events = structured.events + parsed + _fallback(lines, skip, hints)
     _attach_hosts(events, lines, hints)
-    return events
-
-
-def text_hosts(text: str) -> list[str]:
-    """Every host the text names by a known convention, in order of appearance."""
-    lines = text.splitlines()
-    hints = context_hosts(lines)
-    found = [h for i, ln in enumerate(lines) if (h := hints[i] or host_in_line(ln))]
-    return found
+    hosts = [h for i, ln in enumerate(lines) if (h := hints[i] or host_in_line(ln))]
+    return events, hosts

@@ -6,7 +6,7 @@ only cross-event helper here is the repeated user-fault check for Xid 13/31/43.
 
 from __future__ import annotations
 
-from correlator.rules.patterns import PATTERNS, PatternRule
+from correlator.rules.patterns import PATTERNS, PatternRule, could_match
 from correlator.rules.xid import (
     CATALOG_SOURCE,
     USER_FAULT_XIDS,
@@ -31,6 +31,7 @@ __all__ = [
     "caused_by",
     "classify_event",
     "classify_text",
+    "could_match",
     "repeated_user_fault",
     "repeated_user_fault_verdict",
     "xid_info",
@@ -213,6 +214,8 @@ def _ecc_or_remap(event: Event) -> Verdict | None:
 def classify_text(text: str, kind: EventKind | None = None) -> Verdict | None:
     """The verdict of the first pattern rule matching `text` (restricted by kind), or None."""
     lower = text.lower()
+    if not could_match(lower):
+        return None
     for rule in PATTERNS:
         if rule.kinds is not None and (kind is None or kind not in rule.kinds):
             continue

@@ -104,3 +104,27 @@ def needles_of(pattern: str) -> tuple[str, ...]:
             return ()
         out.append(max(runs, key=len))
     return tuple(dict.fromkeys(out))
+
+
+def anchors_for(needles: set[str], size: int = 4) -> tuple[str, ...]:
+    """A small set of substrings such that every needle contains at least one of them.
+
+    A line that contains none of the anchors contains none of the needles, so it can be
+    skipped with a handful of `in` tests instead of one test per needle.
+    """
+    uncovered = set(needles)
+    chosen: list[str] = []
+    while uncovered:
+        counts: dict[str, int] = {}
+        for needle in uncovered:
+            grams = (
+                {needle}
+                if len(needle) <= size
+                else {needle[i : i + size] for i in range(len(needle) - size + 1)}
+            )
+            for gram in grams:
+                counts[gram] = counts.get(gram, 0) + 1
+        best = max(counts, key=lambda g: (counts[g], -len(g), g))
+        chosen.append(best)
+        uncovered = {n for n in uncovered if best not in n}
+    return tuple(chosen)

@@ -169,3 +169,13 @@ def test_needle_gate_never_changes_what_a_rule_matches() -> None:
                 rule.name,
                 line,
             )
+
+
+def test_line_prefilter_never_hides_a_line_that_some_rule_matches() -> None:
+    from correlator.rules import could_match
+
+    root = Path(__file__).resolve().parents[1] / "fixtures"
+    for path in sorted((root / "corpus").glob("*.txt")):
+        for line in path.read_text("utf-8").splitlines():
+            if any(rule.regex.search(line) for rule in PATTERNS):
+                assert could_match(line.lower()), line
