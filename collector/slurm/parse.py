@@ -186,6 +186,7 @@ class PsvRow:
     start_ts: float | None
     end_ts: float | None
     raw: str
+    origin: str = "sacct -P"  # or "scontrol" when slurmctld's memory stood in for accounting
 
 
 def parse_sacct_psv(text: str) -> tuple[list[PsvRow], list[str]]:

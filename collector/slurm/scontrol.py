@@ -229,7 +229,9 @@ def as_accounting(job: ScontrolJob) -> tuple[SacctRecord, PsvRow]:
         step_rc=None,
         workdir=f.get("WorkDir"),
     )
-    row = PsvRow(job.job_id, None, job.state, rc, sig, record.start_ts, record.end_ts, "")
+    row = PsvRow(
+        job.job_id, None, job.state, rc, sig, record.start_ts, record.end_ts, "", "scontrol"
+    )
     return record, row
 
 

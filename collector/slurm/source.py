@@ -47,6 +47,11 @@ _SEVERITY = {
 _HOLDING = frozenset({"RUNNING", "SUSPENDED"})
 
 
+def _requeues_seen(recs: list[SacctRecord]) -> int:
+    """Requeues visible in one job's records: every earlier run, and a last one that says so."""
+    return len(recs) - 1 + (1 if recs[-1].state == "REQUEUED" else 0)
+
+
 @dataclass
 class _Open:
     """GPU allocations of one running job, kept until the job stops running."""
@@ -84,22 +89,21 @@ class SlurmSource:
         self._emitted: OrderedDict[str, None] = OrderedDict()  # event keys sent this process
         self._job_fp: OrderedDict[str, str] = OrderedDict()  # job_id -> last Job sent
         self._paths: OrderedDict[str, tuple[str | None, str | None]] = OrderedDict()
-        self._restarts: dict[str, int] = {}
+        self._restarts: OrderedDict[str, int] = OrderedDict()  # job_id -> scontrol Restarts
         self._open: dict[str, _Open] = {}
         self._nodes = NodeTracker(cluster=cluster, health=self.health)
 
     # --- commands ---
 
-    def _command(self, argv: list[str]) -> str | None:
+    def _command(self, argv: list[str], what: str) -> str | None:
         result: CommandResult = self._run(argv, self.command_timeout_s)
         if not result.ok:
-            what = " ".join(argv[:2])
             self.health.error(f"{what}: {result.error}", RuntimeError(result.stderr.strip()[:300]))
             return None
         return result.stdout
 
     def _scontrol_jobs(self) -> dict[str, ScontrolJob] | None:
-        text = self._command(["scontrol", "show", "job", "-d"])
+        text = self._command(["scontrol", "show", "job", "-d"], "scontrol show job")
         if text is None:
             return None
         try:
@@ -115,7 +119,7 @@ class SlurmSource:
         since = now - self.lookback_s if self._hwm is None else self._hwm - self.overlap_s
         start = time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(since))
         window = ["-a", "-S", start, "-E", "now"]
-        text = self._command(["sacct", "--json", *window])
+        text = self._command(["sacct", "--json", *window], "sacct --json")
         if text is None:
             return None
         try:
@@ -126,7 +130,9 @@ class SlurmSource:
         for b in bad:
             self.health.parse_failure("sacct_json_record", b)
         rows: list[PsvRow] = []
-        psv = self._command(["sacct", "-P", "-D", *window, f"--format={SACCT_PSV_FIELDS}"])
+        psv = self._command(
+            ["sacct", "-P", "-D", *window, f"--format={SACCT_PSV_FIELDS}"], "sacct -P"
+        )
         if psv is not None:
             try:
                 rows, bad = parse_sacct_psv(psv)
@@ -145,7 +151,8 @@ class SlurmSource:
         ctl = self._scontrol_jobs()
         for job in (ctl or {}).values():
             self._remember(self._paths, job.job_id, (job.stdout, job.stderr))
-            self._restarts[job.job_id] = max(self._restarts.get(job.job_id, 0), job.restarts)
+            known = self._restarts.get(job.job_id, 0)
+            self._remember(self._restarts, job.job_id, max(known, job.restarts))
         by_job: dict[str, list[SacctRecord]] = {}
         sacct = self._sacct(now)
         if sacct is not None:
@@ -161,7 +168,8 @@ class SlurmSource:
         self._jobs(by_job, rows, now, obs)
         if ctl is not None:
             self._allocations(ctl, by_job, now, obs)
-        self._nodes.collect(self._command(["scontrol", "show", "node"]), now, obs)
+        node_text = self._command(["scontrol", "show", "node"], "scontrol show node")
+        self._nodes.collect(node_text, now, obs)
         return obs
 
     def _jobs(
@@ -188,8 +196,8 @@ class SlurmSource:
     def _job(self, recs: list[SacctRecord], psv: list[PsvRow], steps: list[PsvRow]) -> Job:
         cur = recs[-1]
         exit_code, signal, exit_from = self._exit_of(cur, psv, steps)
-        restarts = max(len(recs) - 1, self._restarts.get(cur.job_id, 0))
-        self._restarts[cur.job_id] = restarts
+        restarts = max(_requeues_seen(recs), self._restarts.get(cur.job_id, 0))
+        self._remember(self._restarts, cur.job_id, restarts)
         stdout, stderr = self._paths.get(cur.job_id, (None, None))
         payload: dict[str, object] = {"alloc_tres": cur.alloc_tres, "exit_code_from": exit_from}
         if stdout or stderr:
@@ -236,16 +244,18 @@ class SlurmSource:
         step_sig = next((s.signal for s in steps if s.signal and s.end_ts == cur.end_ts), None)
         signal = (row.signal if row and row.signal else None) or cur.step_signal or step_sig
         if row is not None and row.exit_code is not None:
-            return row.exit_code, signal, "sacct -P"
+            return row.exit_code, signal, row.origin
         if cur.step_rc is not None:
             return cur.step_rc, signal, "sacct --json steps"
         return (0, signal, "state") if cur.state == "COMPLETED" else (None, signal, None)
 
     def _job_events(self, job: Job, recs: list[SacctRecord], now: float) -> list[Event]:
         events: list[Event] = []
-        for restart, rec in enumerate(recs):
-            last = restart == len(recs) - 1
-            r = job.restart_count if last else restart
+        # Runs whose records fell out of the window still count: number the visible ones last.
+        offset = max(0, job.restart_count - _requeues_seen(recs))
+        for i, rec in enumerate(recs):
+            last = i == len(recs) - 1
+            r = offset + i
             states: list[tuple[str, float]] = []
             if rec.state == "PENDING":
                 states.append(("PENDING", rec.submit_ts or now))

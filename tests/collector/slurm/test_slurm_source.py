@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from sqlalchemy.orm import Session
@@ -203,6 +205,41 @@ def test_without_accounting_jobs_come_from_slurmctld_with_true_exit_codes() -> N
     assert jobs["3"] == ("FAILED", 1, "root", 1, 1795349707.0)
     assert jobs["4"][:2] == ("TIMEOUT", 0) and jobs["5"][0] == "CANCELLED"
     assert "lab:3:FAILED:0" in {e.dedup_key for e in obs.events}  # same keys as via sacct
+    assert next(j for j in obs.jobs if j.job_id == "3").payload["exit_code_from"] == "scontrol"
+
+
+def sacct_with(keep: Callable[[dict[str, Any]], bool]) -> str:
+    """The recorded sacct --json with only the records `keep` accepts (a narrower window)."""
+    doc = json.loads(read("sacct.json"))
+    doc["jobs"] = [j for j in doc["jobs"] if keep(j)]
+    return json.dumps(doc)
+
+
+def job6_keys(obs: Observations) -> set[str]:
+    return {e.dedup_key or "" for e in obs.events if e.job_id == "6"}
+
+
+def test_requeue_seen_before_the_rerun_record_numbers_runs_consistently() -> None:
+    runner = recorded(ctl="scontrol_show_job_after_requeue.txt")
+    runner.replies["sacct --json"] = sacct_with(
+        lambda j: j["job_id"] == 6 and j["state"]["current"] == "REQUEUED"
+    )
+    src, clock = make(runner)
+    first = src.collect()
+    assert job6_keys(first) == {"lab:6:RUNNING:0", "lab:6:REQUEUED:0"}
+    assert next(j for j in first.jobs if j.job_id == "6").restart_count == 1
+    runner.replies["sacct --json"] = read("sacct.json")
+    clock.t += 30
+    assert job6_keys(src.collect()) == {"lab:6:RUNNING:1", "lab:6:COMPLETED:1"}
+
+
+def test_a_rerun_whose_first_run_left_the_window_keeps_its_run_number() -> None:
+    runner = recorded(ctl="scontrol_show_job_requeued_running.txt")
+    runner.replies["sacct --json"] = sacct_with(
+        lambda j: j["job_id"] == 6 and j["state"]["current"] != "REQUEUED"
+    )
+    obs = make(runner)[0].collect()
+    assert job6_keys(obs) == {"lab:6:RUNNING:1", "lab:6:COMPLETED:1"}
 
 
 def test_nonzero_exit_is_counted() -> None:
@@ -217,7 +254,7 @@ def test_nonzero_exit_is_counted() -> None:
     )
     health = SourceHealth("slurm-test")
     obs = SlurmSource(runner, Clock(T0), health=health).collect()
-    assert health.errors["scontrol show: exit_1"] == 1 and obs.nodes == [] and obs.jobs
+    assert health.errors["scontrol show node: exit_1"] == 1 and obs.nodes == [] and obs.jobs
 
 
 def test_allocations_open_while_running_and_close_when_jobs_end_or_requeue() -> None:
