@@ -114,3 +114,20 @@ def test_readable_output_names_verdict_node_and_evidence() -> None:
     text = (REAL_H100 / "013_fallen-off-bus-syslog-host.txt").read_text("utf-8")
     out = human(explain_text(text))
     assert "gpu_hardware" in out and "yuri-notebook" in out and "Evidence:" in out
+
+
+def test_dcgmi_diag_all_pass_is_no_failure() -> None:
+    assert explain_text(_fixture("dcgmi_diag_r2_pass.txt")).category is None
+
+
+def test_dcgmi_diag_failed_row_is_a_gpu_fault_on_that_gpu() -> None:
+    # The real table's shape (go-dcgm#52) with one result cell changed to a failure, because no
+    # public failing run was found: this pins the reader, not a real-world verdict.
+    text = _fixture("dcgmi_diag_r2_pass.txt").replace(
+        "| Page Retirement/Row Remap | Pass                                           |",
+        "| Page Retirement/Row Remap | Fail                                           |\n"
+        "|                           | GPU0: Fail                                     |",
+    )
+    result = explain_text(text)
+    assert (result.category, result.blame) == ("gpu_hardware", "node")
+    assert any("GPU0: Fail" in line for line in result.evidence)
