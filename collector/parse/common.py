@@ -72,9 +72,24 @@ class FloodCollapser:
             out.append(self._release(next(iter(self._held))))
         return out
 
+    def bump(self, key: tuple[object, ...], ts: float) -> tuple[bool, list[Event]]:
+        """Count one more of the held event under `key`, if still held; cheap flood path."""
+        out = self.release_older_than(ts - self.window_s)
+        held = self._held.get(key)
+        if held is None:
+            return False, out
+        held.event.count += 1
+        held.last_ts = max(held.last_ts, ts)
+        return True, out
+
     def release_older_than(self, ts: float) -> list[Event]:
         """Release held events whose window started before `ts`."""
-        done = [k for k, h in self._held.items() if h.first_ts < ts]
+        # Held in insertion order, which is first-seen order: stop at the first younger one.
+        done: list[tuple[object, ...]] = []
+        for k, h in self._held.items():
+            if h.first_ts >= ts:
+                break
+            done.append(k)
         return [self._release(k) for k in done]
 
     def flush(self) -> list[Event]:

@@ -125,10 +125,17 @@ class JobLogParser:
         self._block: dict[str, Any] | None = None  # an open ChildFailedError block
         self._last_nccl: Event | None = None
         self._want_last_error = False
+        self._last: tuple[str, tuple[object, ...]] | None = None  # last line -> its flood key
 
     def feed(self, line: str, *, ts: float | None = None, offset: int | None = None) -> list[Event]:
         """Parse one line; `ts` is when it was read, `offset` where it starts in its file."""
         line = line[:MAX_LINE].rstrip("\r\n")
+        if self._last is not None and self._last[0] == line and self._block is None:
+            # Every rank printing the same line: count it without parsing it again.
+            counted, released = self._flood.bump(self._last[1], ts if ts is not None else 0.0)
+            if counted:
+                return released
+        self._last = None
         text, extra = _strip_prefix(line)
         out: list[Event] = []
         if self._block is not None and self._block_takes(text, line):
@@ -157,6 +164,7 @@ class JobLogParser:
         if m.kind is EventKind.NCCL_ERROR:
             self._last_nccl = ev
         out += self._flood.add(ev)
+        self._last = (line, FloodCollapser.key(ev))
         return out
 
     def tick(self, now: float) -> list[Event]:

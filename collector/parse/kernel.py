@@ -28,7 +28,12 @@ _WORTH_A_LOOK = re.compile(
 _GPU_AT = re.compile(r"NVRM: GPU at (?:PCI:)?(?P<pci>[0-9a-fA-F:.]+): (?P<uuid>GPU-[0-9a-fA-F-]+)")
 _SERIAL = re.compile(r"NVRM: GPU Board Serial Number: (?P<serial>\S+)")
 _THE_GPU = re.compile(r"NVRM: The NVIDIA GPU [0-9a-fA-F:.]+(?: \(PCI ID: [0-9a-fA-F:]+\))?\s*$")
-_GROUP_MAX_LINES = 1000  # an OOM episode's memory dump is long; stop waiting after this
+_GROUP_MAX_LINES = 1000
+_GROUPED = (
+    EventKind.PCIE_AER,
+    EventKind.SXID,
+    EventKind.HOST_OOM,
+)  # an OOM episode's memory dump is long; stop waiting after this
 
 
 def classify_kernel_message(message: str) -> Match | None:
@@ -112,6 +117,7 @@ class KernelLogParser:
         self._group: Event | None = None  # open multi-line group (AER, SXid, OOM)
         self._group_lines = 0
         self._head: list[tuple[KernelLine, str]] = []  # "NVRM: The NVIDIA GPU ..." block so far
+        self._last: tuple[str, tuple[object, ...]] | None = None  # last message -> its flood key
 
     def feed(self, line: str, *, ts: float | None = None, seq: int | None = None) -> list[Event]:
         """Parse one line; `ts`/`seq` override what the line states (kmsg reader knows better)."""
@@ -127,6 +133,13 @@ class KernelLogParser:
                 kl.continuation,
             )
         out: list[Event] = []
+        if self._last is not None and self._last[0] == kl.message and not self._head:
+            # A flood repeats one message: count it without parsing it again.
+            when = kl.ts if kl.ts is not None else (ts if ts is not None else kl.uptime_s or 0.0)
+            counted, out = self._flood.bump(self._last[1], when)
+            if counted:
+                return [self._finish(e) for e in out]
+        self._last = None
         if self._head:
             done = self._feed_head(kl, line, out)
             if done:
@@ -141,7 +154,10 @@ class KernelLogParser:
             if self._group is not None and self._group_lines > _GROUP_MAX_LINES:
                 out += self._close_group()
             return out
-        out += self._place(_event(kl, m, line, node=self.node, ts=ts, source=self.source))
+        ev = _event(kl, m, line, node=self.node, ts=ts, source=self.source)
+        out += self._place(ev)
+        if self._group is None and ev.kind not in _GROUPED:
+            self._last = (kl.message, FloodCollapser.key(ev))
         return out
 
     def tick(self, now: float, *, group_grace_s: float = 2.0) -> list[Event]:
