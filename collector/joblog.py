@@ -20,6 +20,8 @@ from collector.base import Emit, Observations
 from collector.health import SourceHealth
 from collector.parse.follow import FileFollower, LineStream
 from collector.parse.joblog import JobLogParser
+from collector.slurm.runner import CommandRunner
+from collector.slurm.scontrol import parse_scontrol_jobs
 from timeline.models import Event
 
 
@@ -145,3 +147,40 @@ class JobLogSource:
         ev.payload.setdefault("log_path", fol.target.path)
         ev.payload.setdefault("log_stream", fol.target.stream)
         return ev
+
+
+class SlurmJobLogs:
+    """Targets for JobLogSource: StdOut/StdErr of the running jobs whose batch host is this node.
+
+    Slurm writes a batch job's output (every task's, through srun) on its batch host, so only
+    that node follows it. `scontrol show job -d` runs through the injected command runner.
+    """
+
+    def __init__(
+        self,
+        *,
+        node: str,
+        runner: CommandRunner,
+        timeout_s: float = 15.0,
+        health: SourceHealth | None = None,
+    ) -> None:
+        self.node, self.runner, self.timeout_s = node, runner, timeout_s
+        self.health = health or SourceHealth("joblog-slurm")
+
+    def __call__(self) -> list[JobLogTarget]:
+        """The logs to follow now; raises when scontrol fails so the source keeps its list."""
+        result = self.runner(["scontrol", "show", "job", "-d"], self.timeout_s)
+        if not result.ok:
+            raise RuntimeError(f"scontrol show job failed: {result.error} {result.stderr[:200]}")
+        jobs, bad = parse_scontrol_jobs(result.stdout)
+        for b in bad:
+            self.health.parse_failure("scontrol_job_record", b)
+        targets: list[JobLogTarget] = []
+        for job in jobs:
+            batch_host = job.fields.get("BatchHost") or (job.nodes[0] if job.nodes else None)
+            if job.state != "RUNNING" or batch_host != self.node:
+                continue
+            for stream, path in (("stdout", job.stdout), ("stderr", job.stderr)):
+                if path and all(t.path != path or t.job_id != job.job_id for t in targets):
+                    targets.append(JobLogTarget(job_id=job.job_id, path=path, stream=stream))
+        return targets

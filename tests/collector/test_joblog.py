@@ -9,9 +9,10 @@ from typing import Any
 import pytest
 
 from collector.health import SourceHealth
-from collector.joblog import JobLogSource, JobLogTarget
+from collector.joblog import JobLogSource, JobLogTarget, SlurmJobLogs
 from collector.parse.common import MAX_LINE
 from collector.parse.follow import FileFollower
+from collector.slurm.runner import CommandResult, RecordedRunner
 from timeline.models import Event, EventKind
 
 FIX = Path(__file__).parent.parent / "fixtures" / "joblog"
@@ -181,3 +182,44 @@ def test_every_recorded_log_parses_through_the_source(tmp_path: Path, name: str)
     events = src.collect().events + src.close()
     assert events, name
     assert all(e.raw and e.source == "joblog" for e in events)
+
+
+SLURM_FIX = Path(__file__).parent.parent / "fixtures" / "slurm"
+
+
+def test_slurm_targets_are_running_jobs_whose_batch_host_is_this_node() -> None:
+    runner = RecordedRunner(
+        replies={"scontrol show job": (SLURM_FIX / "scontrol_show_job_d_multinode.txt").read_text()}
+    )
+    on_node1 = SlurmJobLogs(node="node1", runner=runner)()
+    assert [(t.job_id, t.path) for t in on_node1] == [
+        ("1", "/tmp/fm-slurm-dev/jobs/multi-1.out"),
+        ("2", "/tmp/fm-slurm-dev/jobs/single-2.out"),
+        ("3", "/tmp/fm-slurm-dev/jobs/multi2-3.out"),
+    ]  # StdOut and StdErr are the same file: followed once
+    assert SlurmJobLogs(node="node2", runner=runner)() == []  # node2 runs tasks, not the batch
+
+
+def test_failing_scontrol_keeps_following_what_was_followed(tmp_path: Path) -> None:
+    log = tmp_path / "multi-1.out"
+    log.write_text("")
+    text = (SLURM_FIX / "scontrol_show_job_d_multinode.txt").read_text()
+    runner = RecordedRunner(
+        replies={"scontrol show job": text.replace("/tmp/fm-slurm-dev/jobs", str(tmp_path))}
+    )
+    health = SourceHealth("jl-slurm")
+    src = JobLogSource(
+        node="node1", targets=SlurmJobLogs(node="node1", runner=runner), health=health
+    )
+    src.collect()
+    runner.replies["scontrol show job"] = CommandResult(
+        ("scontrol",), None, "", "", True, "timeout"
+    )
+    log.write_text(
+        "slurmstepd: error: *** JOB 1 ON node1 CANCELLED AT 2026-11-22T12:20:00 "
+        "DUE TO TIME LIMIT ***\n"
+    )
+    src.collect()
+    assert health.errors["targets_failed"] == 1 and len(src.following()) == 3
+    (ev,) = src.close()
+    assert ev.job_id == "1" and ev.payload["reason"] == "TIME LIMIT"
