@@ -257,3 +257,19 @@ def test_real_gsp_timeout_banner_is_a_gsp_event_beside_its_xid119() -> None:
     events = parse_kernel_text(_read("archwiki_gsp_timeout.txt"))
     assert [(e.kind, e.code) for e in events] == [(EventKind.GSP, None), (EventKind.XID, 119)]
     assert "sequence 1321" in events[1].payload["text"]
+
+
+def test_flood_counting_resumes_correctly_around_a_multiline_group() -> None:
+    xid = "[ {t}] NVRM: Xid (PCI:0000:3b:00): 13, pid=9, name=py, Graphics Exception"
+    aer = [
+        "[ 2.5] pcieport 0000:00:01.0: AER: Corrected error received: 0000:3b:00.0",
+        "[ 2.5] nvidia 0000:3b:00.0: PCIe Bus Error: severity=Corrected, type=Physical Layer, "
+        "(Receiver ID)",
+    ]
+    lines = [xid.format(t=1.0 + i / 100) for i in range(50)] + aer
+    lines += [xid.format(t=3.0 + i / 100) for i in range(50)]
+    events = parse_kernel_text("\n".join(lines))
+    xids = [e for e in events if e.kind is EventKind.XID]
+    assert sum(e.count for e in xids) == 100 and len(xids) == 1
+    (group,) = [e for e in events if e.kind is EventKind.PCIE_AER]
+    assert group.pci_bus_id == "0000:3b:00.0" and len(group.payload["details"]) == 1

@@ -216,3 +216,20 @@ def test_run_streams_until_stopped_and_flushes_what_it_held(
     assert not t.is_alive()
     codes = [e.code for obs in got for e in obs.events]
     assert 31 in codes and 43 in codes
+
+
+@pytest.mark.integration
+def test_real_dev_kmsg_reads_and_a_restart_repeats_nothing(tmp_path: Path) -> None:
+    if not os.access("/dev/kmsg", os.R_OK):
+        pytest.skip("/dev/kmsg is not readable here")
+    state = tmp_path / "kmsg.json"
+    health = SourceHealth("kmsg-real")
+    first = KmsgSource(node="here", state_path=state, health=health)
+    first.collect()
+    first.close()
+    assert first.mode == "kmsg" and first.records_read > 0
+    assert health.total_errors() == 0 and health.total_parse_failures() == 0
+    again = KmsgSource(node="here", state_path=state, health=health)
+    again.collect()
+    again.close()
+    assert again.records_read < first.records_read  # only records logged in between, if any
