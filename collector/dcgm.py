@@ -27,6 +27,7 @@ from collector.parse.dcgm import (
     snapshot_events,
     to_gpu_info,
     to_sample,
+    workload_job_id,
 )
 from timeline.models import Allocation, Event, EventKind, Scheduler, Severity
 
@@ -182,30 +183,19 @@ class DcgmSource:
     def _allocations(self, g: GpuScrape, ts: float) -> list[Allocation]:
         out: list[Allocation] = []
         for work in g.workloads:
-            pod = work.get("pod") or work.get("exported_pod") or work.get("pod_name")
-            ns = (
-                work.get("namespace") or work.get("exported_namespace") or work.get("pod_namespace")
+            job = workload_job_id(work)
+            if job is None:
+                continue
+            # Kubernetes ids are namespace/pod; a Slurm job id never holds a slash.
+            scheduler = Scheduler.KUBERNETES if "/" in job else Scheduler.SLURM
+            out.append(
+                Allocation(
+                    scheduler=scheduler,
+                    job_id=job,
+                    node=self.node,
+                    gpu_index=g.index,
+                    gpu_uuid=g.uuid,
+                    start_ts=ts,
+                )
             )
-            if pod and ns:
-                out.append(
-                    Allocation(
-                        scheduler=Scheduler.KUBERNETES,
-                        job_id=f"{ns}/{pod}",
-                        node=self.node,
-                        gpu_index=g.index,
-                        gpu_uuid=g.uuid,
-                        start_ts=ts,
-                    )
-                )
-            if work.get("hpc_job"):
-                out.append(
-                    Allocation(
-                        scheduler=Scheduler.SLURM,
-                        job_id=work["hpc_job"],
-                        node=self.node,
-                        gpu_index=g.index,
-                        gpu_uuid=g.uuid,
-                        start_ts=ts,
-                    )
-                )
         return out

@@ -56,6 +56,7 @@ class _State:
                 health.error("state_unreadable", exc)
 
     def save(self, **values: object) -> None:
+        """Store these values (atomically: temp file + rename), when they changed."""
         if all(self.data.get(k) == v for k, v in values.items()):
             return
         self.data.update(values)

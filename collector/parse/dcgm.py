@@ -101,6 +101,7 @@ class GpuScrape:
     pci_bus_id: str | None = None
     model: str | None = None
     hostname: str | None = None
+    device: str | None = None  # nvidia0, ...
     driver: str | None = None
     fields: dict[str, float] = field(default_factory=dict)  # Sample field -> value
     extra: dict[str, float] = field(default_factory=dict)  # other DCGM fields (PROF, clocks)
@@ -188,6 +189,7 @@ def _new_gpu(uuid: str, lab: dict[str, str]) -> GpuScrape:
         pci_bus_id=normalize_pci_bus_id(lab.get("pci_bus_id")),
         model=lab.get("modelName"),
         hostname=lab.get("Hostname"),
+        device=lab.get("device"),
         driver=lab.get("DCGM_FI_DRIVER_VERSION"),
     )
 
@@ -262,7 +264,12 @@ def dcgm_event(
     payload: dict[str, Any],
     code: int | None = None,
 ) -> Event:
-    """An Event about GPU `g` from source 'dcgm'."""
+    """An Event about GPU `g` from source 'dcgm', carrying the exporter's labels."""
+    labels = {"gpu": g.index, "device": g.device, "modelName": g.model, "Hostname": g.hostname}
+    payload = {**payload, "labels": {k: v for k, v in labels.items() if v is not None}}
+    if g.workloads:
+        payload["workloads"] = g.workloads
+    jobs = {j for j in map(workload_job_id, g.workloads) if j}
     return Event(
         ts=ts,
         node=node,
@@ -270,11 +277,21 @@ def dcgm_event(
         kind=kind,
         gpu_uuid=g.uuid,
         pci_bus_id=g.pci_bus_id,
+        job_id=jobs.pop() if len(jobs) == 1 else None,
         code=code,
         severity=severity,
         message=message,
         payload=payload,
     )
+
+
+def workload_job_id(work: dict[str, str]) -> str | None:
+    """'namespace/pod' for a Kubernetes workload label set, the Slurm job for `hpc_job`."""
+    pod = work.get("pod") or work.get("exported_pod") or work.get("pod_name")
+    ns = work.get("namespace") or work.get("exported_namespace") or work.get("pod_namespace")
+    if pod and ns:
+        return f"{ns}/{pod}"
+    return work.get("hpc_job") or None
 
 
 def snapshot_events(g: GpuScrape, *, node: str | None, ts: float) -> list[Event]:

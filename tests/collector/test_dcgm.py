@@ -87,6 +87,9 @@ def test_changes_between_scrapes_become_events() -> None:
     xid = next(e for e in events if e.kind is EventKind.XID)
     assert xid.code == 79 and xid.gpu_uuid == UUID and xid.pci_bus_id == "0000:00:02.0"
     assert xid.payload["err_msg"] == "GPU has fallen off the bus" and xid.source == "dcgm"
+    assert xid.job_id == "default/cuda-75454ffb9f-8ljq7"
+    assert xid.payload["labels"]["Hostname"] == "lke529760-766837-0a634ab30000"
+    assert xid.payload["workloads"][0]["container"] == "cuda"
     remap = [e for e in events if e.kind is EventKind.ROW_REMAP]
     assert {e.severity for e in remap} == {Severity.CRITICAL, Severity.ERROR}
     rows = next(e for e in remap if "delta" in e.payload)
