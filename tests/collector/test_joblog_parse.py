@@ -200,3 +200,15 @@ def test_real_uncorrectable_ecc_new_and_old_pytorch() -> None:
     )
     (old,) = parse_job_text(_read("semseg33_old_cuda_runtime_error.log"))
     assert old.code == 214 and old.payload["where"].endswith("THCCachingHostAllocator.cpp:265")
+
+
+def test_real_cuda_oom_wordings_across_pytorch_versions() -> None:
+    lines = _read("torch_oom_old_formats.log").splitlines()
+    events = [parse_job_line(line) for line in lines]
+    assert all(e is not None and e.kind is EventKind.CUDA_OOM for e in events)
+    p = [e.payload for e in events if e is not None]
+    assert (p[0]["tried"], p[0]["total"], p[0]["free"]) == ("512.00 MiB", "15.90 GiB", "415.88 MiB")
+    assert p[0]["allocated_by_torch"] == "13.13 GiB" and p[0]["reserved_by_torch"] == "14.80 GiB"
+    assert p[1]["tried"] == "12.50 MiB" and p[1]["free"] == "9.28 GiB"
+    assert p[2]["exception"] == "torch.cuda.OutOfMemoryError" and p[2]["free"] == "11.06 MiB"
+    assert p[2]["process_in_use"] == "23.60 GiB" and p[3]["gpu_index"] == 0
