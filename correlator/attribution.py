@@ -6,13 +6,14 @@ pass touches) so that attributing each event is a dictionary lookup, not a query
 
 from __future__ import annotations
 
+import json
 import math
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import and_, func, or_, select
+from sqlalchemy import func, or_, select
 from sqlalchemy.orm import Session
 
 from correlator.rules import classify_event
@@ -89,7 +90,7 @@ class Ev:
     code: int | None
     message: str
     raw: str | None
-    payload: dict[str, Any]
+    payload_raw: Any  # the stored JSON text, decoded on first use (most events never need it)
     count: int
     job_id: str | None
     gpu: GpuRef | None
@@ -98,6 +99,23 @@ class Ev:
     verdict: Verdict | None = None
     jobs: list[JobRef] = field(default_factory=list)
     severity: str = "info"
+
+    @property
+    def payload(self) -> dict[str, Any]:
+        """The event's payload dict."""
+        raw = self.payload_raw
+        if isinstance(raw, str):
+            try:
+                raw = json.loads(raw)
+            except ValueError:
+                raw = {}
+            self.payload_raw = raw if isinstance(raw, dict) else {}
+        return self.payload_raw or {}
+
+    def payload_key(self) -> str:
+        """A cheap stable key of the payload (its JSON text when not yet decoded)."""
+        raw = self.payload_raw
+        return raw if isinstance(raw, str) else json.dumps(raw, sort_keys=True, default=str)
 
     def gpu_key(self) -> str:
         """The most specific GPU identity this event carries ('' for node events)."""
@@ -182,37 +200,23 @@ class AllocationIndex:
         job_ids: Iterable[str] = (),
     ) -> AllocationIndex:
         """Spans overlapping [since, until] on these nodes (all when None) or of these jobs."""
-        a, j = t.allocations, t.jobs
-        stmt = (
-            select(
-                a.c.node,
-                a.c.start_ts,
-                a.c.end_ts,
-                a.c.gpu_index,
-                a.c.gpu_uuid,
-                j.c.job_id,
-                j.c.scheduler,
-                j.c.user,
-                j.c.account,
-                j.c.state,
-                j.c.start_ts,
-                j.c.end_ts,
-            )
-            .join(j, and_(j.c.job_id == a.c.job_id, j.c.scheduler == a.c.scheduler))
-            .where(a.c.start_ts <= until, or_(a.c.end_ts.is_(None), a.c.end_ts >= since))
-        )
+        a = t.allocations
+        stmt = select(
+            a.c.node, a.c.start_ts, a.c.end_ts, a.c.gpu_index, a.c.gpu_uuid, a.c.job_id,
+            a.c.scheduler,
+        ).where(a.c.start_ts <= until, or_(a.c.end_ts.is_(None), a.c.end_ts >= since))  # fmt: skip
         if nodes is not None:
             wanted = a.c.node.in_(sorted(set(nodes)))
             ids = sorted(set(job_ids))
             stmt = stmt.where(or_(wanted, a.c.job_id.in_(ids)) if ids else wanted)
-        jobs: dict[tuple[str, str], JobRef] = {}
+        rows = session.execute(stmt).all()
+        # Jobs apart, not joined: the jobs key (scheduler, cluster, job_id) cannot serve a join
+        # on (job_id, scheduler), and SQLite would scan jobs once per allocation row.
+        jobs = load_jobs(session, job_ids={r[5] for r in rows})
         spans = []
-        for r in session.execute(stmt).all():
-            job = jobs.get((r[5], r[6]))
-            if job is None:
-                job = jobs[(r[5], r[6])] = JobRef(r[5], r[6], r[7], r[8], r[9], r[10], r[11])
-            end = math.inf if r[2] is None else r[2]
-            spans.append((r[0], Span(r[1], end, r[3], r[4], job)))
+        for r in rows:
+            job = jobs.get((r[5], r[6])) or JobRef(r[5], r[6])
+            spans.append((r[0], Span(r[1], math.inf if r[2] is None else r[2], r[3], r[4], job)))
         return cls(spans)
 
     def jobs_at(self, node: str | None, ts: float, gpu: GpuRef | None) -> list[JobRef]:
@@ -242,6 +246,37 @@ class AllocationIndex:
         return held
 
 
+def held_gpus(session: Session, *, at: float) -> list[tuple[JobRef, GpuRef, Span]]:
+    """Every (job, GPU, allocation span) held at `at`; a whole-node span holds each GPU."""
+    index = AllocationIndex.load(session, nodes=None, since=at, until=at)
+    gpus = GpuDirectory.load(session)
+    on_node: dict[str, list[GpuRef]] = defaultdict(list)
+    for g in gpus.by_uuid.values():
+        on_node[g.node].append(g)
+    out = []
+    for node, spans in index.by_node.items():
+        for span in spans:
+            if not (span.start <= at < span.end):
+                continue
+            if span.gpu_index < 0:
+                out += [(span.job, g, span) for g in on_node.get(node, [])]
+                continue
+            gpu = gpus.by_uuid.get(span.gpu_uuid or "") or gpus.by_index.get((node, span.gpu_index))
+            if gpu is not None:
+                out.append((span.job, gpu, span))
+    return out
+
+
+def load_jobs(session: Session, *, job_ids: Iterable[str]) -> dict[tuple[str, str], JobRef]:
+    """(job id, scheduler) -> JobRef for these job ids, in chunks of bound parameters."""
+    j, ids, out = t.jobs, sorted(set(job_ids)), {}
+    cols = (j.c.job_id, j.c.scheduler, j.c.user, j.c.account, j.c.state, j.c.start_ts, j.c.end_ts)
+    for i in range(0, len(ids), 5000):
+        for r in session.execute(select(*cols).where(j.c.job_id.in_(ids[i : i + 5000]))).all():
+            out[(r[0], r[1])] = JobRef(*r)
+    return out
+
+
 def to_ev(row: Any, gpus: GpuDirectory) -> Ev:
     """An Ev from an events row (mapping)."""
     try:
@@ -252,7 +287,7 @@ def to_ev(row: Any, gpus: GpuDirectory) -> Ev:
     return Ev(
         id=row["id"], ts=row["ts"], received_ts=row["received_ts"], node=row["node"], kind=kind,
         code=row["code"], message=row["message"] or "", raw=row["raw"],
-        payload=row["payload"] or {},
+        payload_raw=row["payload"] or {},
         count=row["count"] or 1, job_id=row["job_id"], gpu=gpu, gpu_uuid=row["gpu_uuid"],
         pci_bus_id=row["pci_bus_id"], severity=row["severity"],
     )  # fmt: skip
@@ -267,7 +302,7 @@ class VerdictCache:
 
     def verdict(self, ev: Ev) -> Verdict | None:
         """The rules' verdict for this event."""
-        key = (ev.kind, ev.code, ev.message, ev.raw, repr(ev.payload))
+        key = (ev.kind, ev.code, ev.message, ev.raw, ev.payload_key())
         if key in self._cache:
             return self._cache[key]
         event = Event.model_construct(

@@ -18,10 +18,11 @@ from correlator.attribution import (
     attribute,
     best_cause,
     candidate_events,
+    load_jobs,
     to_ev,
 )
 from correlator.incidents import IncidentBook, fingerprint, identity
-from correlator.models import CorrelationReport, Incident
+from correlator.models import CorrelationReport, Incident, IncidentState
 from correlator.nccl import RANK_FAILURE_KINDS, Culprit, find_culprit
 from correlator.taxonomy import Blame, Category, Verdict
 from timeline import tables as t
@@ -48,6 +49,13 @@ class EventPass:
         self.gpus = GpuDirectory({})
         self.index = AllocationIndex(())
         self.running: dict[str, float] = {}  # job id -> newest "running again" event time
+        self.new_ids: set[int] = set()  # events read in this pass (older ones were timed before)
+
+    def _probe(self, evs: Sequence[Ev]) -> None:
+        """Record ingest times of this pass's events that changed an incident (latency)."""
+        self.report.incident_event_received_ts += [
+            e.received_ts for e in evs if e.id in self.new_ids
+        ]
 
     def _load_context(self, evs_rows: Sequence[Any]) -> None:
         nodes = {r["node"] for r in evs_rows if r["node"]}
@@ -60,20 +68,17 @@ class EventPass:
         )
         job_nodes = set().union(*self.index.nodes_of.values()) if self.index.nodes_of else set()
         self.gpus = GpuDirectory.load(self.session, nodes=nodes | job_nodes)
-        missing = sorted(job_ids - set(self.index.jobs))
+        missing = job_ids - set(self.index.jobs)
         if missing:
-            j = t.jobs
-            stmt = select(j.c.job_id, j.c.scheduler, j.c.user, j.c.account, j.c.state).where(
-                j.c.job_id.in_(missing)
-            )
-            for r in self.session.execute(stmt).all():
-                self.index.jobs.setdefault(r[0], JobRef(r[0], r[1], r[2], r[3], r[4]))
+            for (job_id, _), ref in load_jobs(self.session, job_ids=missing).items():
+                self.index.jobs.setdefault(job_id, ref)
 
     def run(self, rows: Sequence[Any]) -> None:
         """Classify and attribute `rows` (events, oldest id first) and update incidents."""
         if not rows:
             return
         self._load_context(rows)
+        self.new_ids = {r["id"] for r in rows}
         failures: dict[str, list[Ev]] = defaultdict(list)
         nccl: dict[str, list[Ev]] = defaultdict(list)
         for row in rows:
@@ -83,11 +88,13 @@ class EventPass:
             self.report.events_attributed += bool(ev.jobs)
             self.report.events_classified += ev.verdict is not None
             self._route(ev, failures, nccl)
+        self.book.flush()
         self.report.events_read += len(rows)
         for job_id, evs in nccl.items():
             self._nccl(self.index.jobs.get(job_id) or JobRef(job_id, "unknown"), evs)
         for job_id, evs in failures.items():
             self._failure(self.index.jobs.get(job_id) or JobRef(job_id, "unknown"), evs[-1])
+        self.book.flush()
 
     def _route(self, ev: Ev, failures: dict[str, list[Ev]], nccl: dict[str, list[Ev]]) -> None:
         v = ev.verdict
@@ -105,17 +112,17 @@ class EventPass:
             return  # stalls corroborate the hang detector, which reads them itself
         if v.root_cause:
             self.book.add(ev, v, ev.jobs)
-            self.report.incident_event_received_ts.append(ev.received_ts)
+            self._probe([ev])
         elif v.category is None:
             self._consequence(ev)
         elif not ev.jobs:
             self.book.add(ev, v, [])  # e.g. a timeout no job claims: still worth a look
-            self.report.incident_event_received_ts.append(ev.received_ts)
+            self._probe([ev])
 
     def _consequence(self, ev: Ev) -> None:
         """A consequence (e.g. Xid 45) links to the open incident on its node and GPU, if any."""
-        for inc in self.book.by_fp.values():
-            if inc.culprit_node == ev.node and inc.culprit_gpu_uuid in (None, ev.gpu_key()):
+        for inc in self.book.by_node.get(ev.node, ()):
+            if inc.state is IncidentState.OPEN and inc.culprit_gpu_uuid in (None, ev.gpu_key()):
                 self.book.add_symptoms(inc, [ev])
                 return
 
@@ -135,7 +142,7 @@ class EventPass:
                 "summary": f"it came first; the {len(symptoms)} NCCL timeout/worker-failure lines "
                 f"of job {job.job_id} on {shown} are its symptoms",
             }
-        self.report.incident_event_received_ts += [e.received_ts for e in symptoms]
+        self._probe(symptoms)
 
     def _job_events(self, job: JobRef, since: float, until: float) -> list[Ev]:
         """The job's own rank-failure and NCCL lines in a window, from the store."""
@@ -227,7 +234,7 @@ class EventPass:
         }
         self.book.add_job(inc, job)
         self.book.add_symptoms(inc, symptoms)
-        self.report.incident_event_received_ts += [e.received_ts for e in symptoms]
+        self._probe(symptoms)
         return inc
 
     def _failure(self, job: JobRef, ev: Ev) -> None:
@@ -237,7 +244,7 @@ class EventPass:
         if mine:
             best = max(mine, key=lambda i: int(i.details.get("priority", 0)))
             self.book.add_symptoms(best, [ev])
-            self.report.incident_event_received_ts.append(ev.received_ts)
+            self._probe([ev])
             return
         nodes = self.index.nodes_of.get(job.job_id, set()) | ({ev.node} if ev.node else set())
         candidates = candidate_events(
@@ -254,4 +261,4 @@ class EventPass:
             return
         if ev.verdict is not None and ev.verdict.category is not None:
             self.book.add(ev, ev.verdict, [job])
-            self.report.incident_event_received_ts.append(ev.received_ts)
+            self._probe([ev])

@@ -6,7 +6,7 @@ import logging
 import time
 from typing import Any
 
-from sqlalchemy import or_, select, text
+from sqlalchemy import Text, cast, or_, select, text
 from sqlalchemy.orm import Session, sessionmaker
 
 from correlator import hang, idle, service
@@ -50,7 +50,10 @@ def _read_events(
     cond = e.c.id > int(cursor.get("id", 0))
     if gaps:
         cond = or_(cond, *[e.c.id.between(g[0], g[1]) for g in gaps])
-    rows = list(session.execute(select(e).where(cond).order_by(e.c.id).limit(limit)).mappings())
+    # The payload comes as JSON text and is decoded only for events whose rules need it.
+    cols = [c for c in e.c if c.name not in ("payload", "dedup_key", "batch_id")]
+    stmt = select(*cols, cast(e.c.payload, Text).label("payload"))
+    rows = list(session.execute(stmt.where(cond).order_by(e.c.id).limit(limit)).mappings())
     seen = {r["id"] for r in rows}
     kept = []
     for lo, hi, first in gaps:

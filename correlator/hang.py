@@ -17,10 +17,9 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from correlator import service
-from correlator.attribution import JobRef
+from correlator.attribution import JobRef, held_gpus
 from correlator.incidents import IncidentBook, fingerprint
 from correlator.models import AffectedJob, Incident, IncidentState
-from timeline import service as store
 from timeline import tables as t
 from timeline.models import EventKind
 from timeline.settings import Settings
@@ -92,21 +91,11 @@ def spin_streak(
 
 def _job_gpus(session: Session, now: float) -> tuple[dict[str, set[str]], dict[str, JobRef]]:
     """GPU uuids per running job (whole-node allocations count every GPU of the node)."""
-    g = t.gpus
-    gpu_rows = session.execute(select(g.c.uuid, g.c.node, g.c.index)).all()
-    by_index = {(r[1], r[2]): r[0] for r in gpu_rows}
-    by_node: dict[str, set[str]] = defaultdict(set)
-    for r in gpu_rows:
-        by_node[r[1]].add(r[0])
     gpus: dict[str, set[str]] = defaultdict(set)
     jobs: dict[str, JobRef] = {}
-    for a in store.current_allocations(session, at=now):
-        job = a["job_id"]
-        jobs.setdefault(job, JobRef(job, a["scheduler"], a["user"], a["account"], a["state"]))
-        if a["gpu_index"] is None or a["gpu_index"] < 0:
-            gpus[job] |= by_node.get(a["node"], set())
-        elif a["gpu_uuid"] or (a["node"], a["gpu_index"]) in by_index:
-            gpus[job].add(a["gpu_uuid"] or by_index[(a["node"], a["gpu_index"])])
+    for job, gpu, _ in held_gpus(session, at=now):
+        jobs.setdefault(job.job_id, job)
+        gpus[job.job_id].add(gpu.uuid)
     return gpus, jobs
 
 

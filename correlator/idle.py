@@ -8,27 +8,21 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from correlator import service
+from correlator.attribution import held_gpus
 from correlator.models import IdleFinding, IncidentState
-from timeline import service as store
 from timeline import tables as t
 from timeline.settings import Settings
 
 
 def _allocated_gpus(session: Session, now: float) -> dict[tuple[str, str], dict[str, Any]]:
     """(job id, GPU uuid) -> allocation facts, for GPUs held right now."""
-    g = t.gpus
-    gpu_rows = session.execute(select(g.c.uuid, g.c.node, g.c.index, g.c.pci_bus_id)).all()
-    by_index = {(r[1], r[2]): r for r in gpu_rows}
-    by_uuid = {r[0]: r for r in gpu_rows}
     out: dict[tuple[str, str], dict[str, Any]] = {}
-    for a in store.current_allocations(session, at=now):
-        if a["gpu_index"] is None or a["gpu_index"] < 0:
-            held = [r for r in gpu_rows if r[1] == a["node"]]
-        else:
-            row = by_uuid.get(a["gpu_uuid"]) or by_index.get((a["node"], a["gpu_index"]))
-            held = [row] if row else []
-        for r in held:
-            out[(a["job_id"], r[0])] = a | {"uuid": r[0], "index": r[2], "pci": r[3]}
+    for job, gpu, span in held_gpus(session, at=now):
+        out[(job.job_id, gpu.uuid)] = {
+            "job_id": job.job_id, "scheduler": job.scheduler, "user": job.user,
+            "account": job.account, "node": gpu.node, "start_ts": span.start,
+            "index": gpu.index, "pci": gpu.pci_bus_id,
+        }  # fmt: skip
     return out
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterable
+from typing import Any
 
 from correlator.attribution import HARDWARE, Ev, JobRef
 from correlator.models import AffectedJob, Incident, IncidentState
@@ -43,12 +44,20 @@ class IncidentBook:
         self, open_incidents: Iterable[Incident], *, dedup_window_s: float, evidence_cap: int
     ) -> None:
         self.by_fp: dict[str, Incident] = {i.fingerprint: i for i in open_incidents}
+        self.by_node: dict[str | None, list[Incident]] = {}
+        self.by_job: dict[str, list[Incident]] = {}
+        for inc in self.by_fp.values():
+            self.by_node.setdefault(inc.culprit_node, []).append(inc)
+            for job_id in {inc.job_id, *inc.job_ids()} - {None}:
+                self.by_job.setdefault(str(job_id), []).append(inc)
         self.dedup_window_s = dedup_window_s
         self.evidence_cap = evidence_cap
         self.changed: dict[str, Incident] = {}
         self.superseded: list[Incident] = []  # open ones a new occurrence replaced
         self.opened = 0
-        self.quotes: dict[str, list[str]] = {}
+        self._fps: dict[tuple[object, ...], str] = {}
+        self._pending: dict[str, list[Any]] = {}  # fp -> [incident, count, first ts, last ts]
+        self._jobs_of: dict[str, tuple[Incident, set[str]]] = {}
 
     def _open(self, fp: str, ev: Ev, verdict: Verdict, job_scoped: JobRef | None) -> Incident:
         inc = Incident(
@@ -71,36 +80,61 @@ class IncidentBook:
             else:
                 inc.culprit_gpu_uuid, inc.culprit_pci_bus_id = ev.gpu_uuid, ev.pci_bus_id
         self.by_fp[fp] = inc
+        self.by_node.setdefault(inc.culprit_node, []).append(inc)
+        if inc.job_id:
+            self.by_job.setdefault(inc.job_id, []).append(inc)
         self.opened += 1
         return inc
 
     def get_or_open(self, fp: str, ev: Ev, verdict: Verdict, job_scoped: JobRef | None) -> Incident:
         """The open incident with this fingerprint, or a new occurrence of it."""
         inc = self.by_fp.get(fp)
-        if inc is not None and ev.ts - inc.last_seen_ts > self.dedup_window_s:
-            inc.state, inc.resolved_ts = IncidentState.RESOLVED, inc.last_seen_ts
-            inc.resolution = "no new evidence within the dedup window; a new occurrence opened"
-            self.superseded.append(inc)
-            self.changed.pop(fp, None)
-            inc = None
+        if inc is not None:
+            pending = self._pending.get(fp)
+            last = max(inc.last_seen_ts, pending[3]) if pending else inc.last_seen_ts
+            if ev.ts - last > self.dedup_window_s:
+                self._apply(fp)
+                inc.state, inc.resolved_ts = IncidentState.RESOLVED, inc.last_seen_ts
+                inc.resolution = "no new evidence within the dedup window; a new occurrence opened"
+                self.superseded.append(inc)
+                self.changed.pop(fp, None)
+                inc = None
         return inc if inc is not None else self._open(fp, ev, verdict, job_scoped)
 
     def add(self, ev: Ev, verdict: Verdict, jobs: list[JobRef]) -> Incident:
         """Merge one root-cause event (or flood of it) into its incident."""
         key = identity(ev, verdict, jobs)
         job_scoped = jobs[0] if key[0] == "job" else None
-        inc = self.get_or_open(fingerprint(*key), ev, verdict, job_scoped)
-        inc.count += ev.count
-        inc.opened_ts = min(inc.opened_ts, ev.ts)
-        inc.last_seen_ts = max(inc.last_seen_ts, ev.ts)
+        fp = self._fps.get(key)
+        if fp is None:
+            fp = self._fps[key] = fingerprint(*key)
+        inc = self.get_or_open(fp, ev, verdict, job_scoped)
+        # Counts and times add up in plain lists; the model is touched once per pass (flush).
+        agg = self._pending.get(fp)
+        if agg is None:
+            agg = self._pending[fp] = [inc, 0, ev.ts, ev.ts]
+        agg[1] += ev.count
+        agg[2], agg[3] = min(agg[2], ev.ts), max(agg[3], ev.ts)
         if len(inc.evidence_event_ids) < self.evidence_cap and ev.id not in inc.evidence_event_ids:
             inc.evidence_event_ids.append(ev.id)
         if verdict.priority > int(inc.details.get("priority", -1)):
             self._set_root(inc, ev, verdict)
         for job in jobs:
             self.add_job(inc, job)
-        self.changed[inc.fingerprint] = inc
+        self.changed[fp] = inc
         return inc
+
+    def _apply(self, fp: str) -> None:
+        agg = self._pending.pop(fp, None)
+        if agg is not None:
+            inc, count, lo, hi = agg
+            inc.count += count
+            inc.opened_ts, inc.last_seen_ts = min(inc.opened_ts, lo), max(inc.last_seen_ts, hi)
+
+    def flush(self) -> None:
+        """Apply the counts and times gathered since the last flush to the incidents."""
+        for fp in list(self._pending):
+            self._apply(fp)
 
     def _set_root(self, inc: Incident, ev: Ev, verdict: Verdict) -> None:
         inc.details["priority"] = verdict.priority
@@ -116,10 +150,19 @@ class IncidentBook:
         inc.details["evidence"] = [quote[:MAX_QUOTE]] if quote else []
 
     def add_job(self, inc: Incident, job: JobRef) -> None:
-        """Record that a job was hit by this incident."""
-        if job.job_id not in inc.job_ids():
+        """Record that a job was hit by this incident (the first evidence_cap jobs are listed)."""
+        seen = self._jobs_of.get(inc.fingerprint)
+        if seen is None or seen[0] is not inc:
+            seen = self._jobs_of[inc.fingerprint] = (inc, inc.job_ids())
+        if job.job_id in seen[1]:
+            return
+        seen[1].add(job.job_id)
+        if len(inc.affected_jobs) < self.evidence_cap:
             inc.affected_jobs.append(_affected(job))
-            self.changed[inc.fingerprint] = inc
+            self.by_job.setdefault(job.job_id, []).append(inc)
+        else:
+            inc.details["more_affected_jobs"] = int(inc.details.get("more_affected_jobs", 0)) + 1
+        self.changed[inc.fingerprint] = inc
 
     def add_symptoms(self, inc: Incident, events: Iterable[Ev]) -> None:
         """Link events that are consequences of this incident's root cause."""
@@ -134,11 +177,8 @@ class IncidentBook:
 
     def open_for(self, *, job_id: str) -> list[Incident]:
         """Open incidents that affect or belong to a job."""
-        return [
-            i
-            for i in self.by_fp.values()
-            if i.state is IncidentState.OPEN and (i.job_id == job_id or job_id in i.job_ids())
-        ]
+        found = {id(i): i for i in self.by_job.get(job_id, ()) if i.state is IncidentState.OPEN}
+        return list(found.values())
 
 
 def explain(inc: Incident) -> str:

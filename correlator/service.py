@@ -17,8 +17,10 @@ _IDLE_COLS = [c.name for c in ct.idle_findings.columns if c.name != "id"]
 
 
 def _incident_row(incident: Incident) -> dict[str, Any]:
-    row = incident.model_dump(mode="json", exclude={"id"})
-    return {k: row[k] for k in _INCIDENT_COLS}
+    row = {k: getattr(incident, k) for k in _INCIDENT_COLS}
+    row["state"] = incident.state.value
+    row["affected_jobs"] = [j.model_dump() for j in incident.affected_jobs]
+    return row
 
 
 def get_state(session: Session, *, name: str) -> Any:
@@ -43,24 +45,25 @@ def open_incidents(session: Session) -> list[Incident]:
     return [Incident.model_validate(dict(r)) for r in session.execute(stmt).mappings()]
 
 
-def next_occurrence(session: Session, *, fingerprint: str) -> int:
-    """The occurrence number a new incident with this fingerprint gets."""
-    stmt = select(func.max(ct.incidents.c.occurrence)).where(
-        ct.incidents.c.fingerprint == fingerprint
-    )
-    return int(session.execute(stmt).scalar_one_or_none() or 0) + 1
+def _max_occurrences(session: Session, fingerprints: set[str]) -> dict[str, int]:
+    tbl, fps, out = ct.incidents, sorted(fingerprints), {}
+    for i in range(0, len(fps), 5000):
+        stmt = (
+            select(tbl.c.fingerprint, func.max(tbl.c.occurrence))
+            .where(tbl.c.fingerprint.in_(fps[i : i + 5000]))
+            .group_by(tbl.c.fingerprint)
+        )
+        out.update({fp: int(n) for fp, n in session.execute(stmt).all()})
+    return out
 
 
 def save_incidents(session: Session, *, incidents: Sequence[Incident], now: float) -> None:
-    """Insert new incidents (id None) and update stored ones in one executemany; sets ids."""
+    """Update stored incidents, then insert new ones (id None), each in one executemany."""
+    new = [i for i in incidents if i.id is None]
     updates = []
     for inc in incidents:
         inc.updated_ts = now
-        if inc.id is None:
-            inc.occurrence = next_occurrence(session, fingerprint=inc.fingerprint)
-            stmt = ct.incidents.insert().values(**_incident_row(inc)).returning(ct.incidents.c.id)
-            inc.id = int(session.execute(stmt).scalar_one())
-        else:
+        if inc.id is not None:
             updates.append({f"b_{k}": v for k, v in _incident_row(inc).items()} | {"_id": inc.id})
     if updates:
         upd = (
@@ -69,6 +72,15 @@ def save_incidents(session: Session, *, incidents: Sequence[Incident], now: floa
             .values({c: bindparam(f"b_{c}") for c in _INCIDENT_COLS})
         )
         session.execute(upd, updates)
+    if not new:
+        return
+    occurrences = _max_occurrences(session, {i.fingerprint for i in new})
+    for inc in new:
+        inc.occurrence = occurrences[inc.fingerprint] = occurrences.get(inc.fingerprint, 0) + 1
+    stmt = ct.incidents.insert().returning(ct.incidents.c.id, sort_by_parameter_order=True)
+    ids = session.execute(stmt, [_incident_row(i) for i in new]).scalars().all()
+    for inc, new_id in zip(new, ids, strict=True):
+        inc.id = int(new_id)
 
 
 def upsert_incident(session: Session, *, incident: Incident, now: float) -> Incident:
