@@ -11,8 +11,9 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from collector.parse.common import MAX_MESSAGE, MAX_RAW, FloodCollapser, cap, join_raw
+from collector.parse.common import MAX_MESSAGE, MAX_RAW, FloodCollapser, cap
 from collector.parse.common import normalize_pci_bus_id as _norm
+from collector.parse.kernel_groups import GROUPED, OpenGroups
 from collector.parse.kernel_host import aer, oom
 from collector.parse.kernel_prefix import KernelLine, split_kernel_line
 from collector.parse.kernel_rules import RECOGNIZERS, Match
@@ -28,12 +29,7 @@ _WORTH_A_LOOK = re.compile(
 _GPU_AT = re.compile(r"NVRM: GPU at (?:PCI:)?(?P<pci>[0-9a-fA-F:.]+): (?P<uuid>GPU-[0-9a-fA-F-]+)")
 _SERIAL = re.compile(r"NVRM: GPU Board Serial Number: (?P<serial>\S+)")
 _THE_GPU = re.compile(r"NVRM: The NVIDIA GPU [0-9a-fA-F:.]+(?: \(PCI ID: [0-9a-fA-F:]+\))?\s*$")
-_GROUP_MAX_LINES = 1000
-_GROUPED = (
-    EventKind.PCIE_AER,
-    EventKind.SXID,
-    EventKind.HOST_OOM,
-)  # an OOM episode's memory dump is long; stop waiting after this
+_GROUP_MAX_LINES = 1000  # an OOM episode's memory dump is long; stop waiting after this
 
 
 def classify_kernel_message(message: str) -> Match | None:
@@ -113,9 +109,10 @@ class KernelLogParser:
         self._flood = FloodCollapser(window_s=flood_window_s, max_keys=max_flood_keys)
         self._gpu_map = gpu_map
         self.uuid_by_pci: dict[str, str] = {}  # learned from "NVRM: GPU at PCI:...: GPU-..." lines
+        self.serial_by_pci: dict[str, str] = {}  # from the "GPU Board Serial Number" line after it
         self._serial_pci: str | None = None
-        self._group: Event | None = None  # open multi-line group (AER, SXid, OOM)
-        self._group_lines = 0
+        self._groups = OpenGroups()  # multi-line AER / SXid / OOM messages being put together
+        self._idle_lines = 0
         self._head: list[tuple[KernelLine, str]] = []  # "NVRM: The NVIDIA GPU ..." block so far
         self._last: tuple[str, tuple[object, ...]] | None = None  # last message -> its flood key
 
@@ -150,21 +147,20 @@ class KernelLogParser:
         self._learn_identity(kl.message)
         m = classify_kernel_message(kl.message)
         if m is None:
-            self._group_lines += 1
-            if self._group is not None and self._group_lines > _GROUP_MAX_LINES:
-                out += self._close_group()
+            self._idle_lines += 1
+            if self._groups and self._idle_lines > _GROUP_MAX_LINES:
+                out += self._release(self._groups.close_all())
             return out
         ev = _event(kl, m, line, node=self.node, ts=ts, source=self.source)
         out += self._place(ev)
-        if self._group is None and ev.kind not in _GROUPED:
+        if not self._groups and ev.kind not in GROUPED:
             self._last = (kl.message, FloodCollapser.key(ev))
         return out
 
     def tick(self, now: float, *, group_grace_s: float = 2.0) -> list[Event]:
         """Release what waited long enough by `now` (streaming use); floods wait a window."""
         out: list[Event] = []
-        if self._group is not None and self._group.ts < now - group_grace_s:
-            out += self._close_group()
+        out += self._release(self._groups.close_older_than(now - group_grace_s))
         out += [self._finish(e) for e in self._flood.release_older_than(now - self._flood.window_s)]
         return out
 
@@ -173,13 +169,13 @@ class KernelLogParser:
         out: list[Event] = []
         if self._head:
             self._head = []
-        out += self._close_group()
+        out += self._release(self._groups.close_all())
         out += [self._finish(e) for e in self._flood.flush()]
         return out
 
     def held_min_seq(self) -> int | None:
         """Smallest kmsg sequence number among events not yet released (for safe checkpoints)."""
-        held = self._flood.held_events() + ([self._group] if self._group else [])
+        held = self._flood.held_events() + self._groups.events()
         seqs = [e.payload["seq"] for e in held if isinstance(e.payload.get("seq"), int)]
         heads = [kl.seq for kl, _ in self._head if kl.seq is not None]
         return min(seqs + heads, default=None)
@@ -214,61 +210,20 @@ class KernelLogParser:
             if pci:
                 self.uuid_by_pci[pci] = m["uuid"]
                 self._serial_pci = pci
+        elif (m := _SERIAL.search(message)) and self._serial_pci:
+            self.serial_by_pci[self._serial_pci] = m["serial"]
+            self._serial_pci = None
 
     def _place(self, ev: Event) -> list[Event]:
-        out: list[Event] = []
-        if self._group is not None and self._joins_group(ev):
-            self._merge(ev)
-            if ev.payload.get("stage") == "reaped":
-                out += self._close_group()
-            return out
-        out += self._close_group()
-        if ev.kind in (
-            EventKind.PCIE_AER,
-            EventKind.SXID,
-            EventKind.HOST_OOM,
-        ) and not ev.payload.get("detail"):
-            self._group, self._group_lines = ev, 0
-            return out
-        out += [self._finish(e) for e in self._flood.add(ev)]
+        self._idle_lines = 0
+        taken, closed = self._groups.place(ev)
+        out = self._release(closed)
+        if not taken:
+            out += [self._finish(e) for e in self._flood.add(ev)]
         return out
 
-    def _joins_group(self, ev: Event) -> bool:
-        g = self._group
-        assert g is not None
-        if ev.kind is not g.kind:
-            return False
-        if ev.kind is EventKind.PCIE_AER:
-            return bool(ev.payload.get("detail")) and ev.payload.get("reporter") in (
-                g.payload.get("reporter"),
-                g.payload.get("source"),
-            )
-        if ev.kind is EventKind.SXID:
-            return bool(ev.payload.get("detail")) and (ev.code, ev.pci_bus_id) == (
-                g.code,
-                g.pci_bus_id,
-            )
-        return ev.payload.get("stage") != "invoked"  # HOST_OOM: one episode until the next
-
-    def _merge(self, ev: Event) -> None:
-        g = self._group
-        assert g is not None
-        g.raw = join_raw(g.raw, ev.raw or "")
-        if ev.kind is EventKind.HOST_OOM:
-            stages = g.payload.setdefault("stages", [g.payload.get("stage")])
-            stages.append(ev.payload.get("stage"))
-            for k, v in ev.payload.items():
-                if k not in ("stage", "text", "seq", "uptime_s", "syslog_level"):
-                    g.payload.setdefault(k, v)
-            if ev.payload.get("stage") == "killed":
-                g.message = ev.message
-            g.job_id = g.job_id or ev.job_id
-        else:
-            g.payload.setdefault("details", []).append(ev.payload.get("text"))
-
-    def _close_group(self) -> list[Event]:
-        g, self._group = self._group, None
-        return [] if g is None else [self._finish(e) for e in self._flood.add(g)]
+    def _release(self, groups: list[Event]) -> list[Event]:
+        return [self._finish(e) for g in groups for e in self._flood.add(g)]
 
     def _finish(self, ev: Event) -> Event:
         if ev.pci_bus_id and not ev.gpu_uuid:
@@ -277,6 +232,8 @@ class KernelLogParser:
                 ev.gpu_uuid, ev.payload["gpu_index"] = gmap[ev.pci_bus_id]
             elif ev.pci_bus_id in self.uuid_by_pci:
                 ev.gpu_uuid = self.uuid_by_pci[ev.pci_bus_id]
+        if ev.pci_bus_id in self.serial_by_pci:
+            ev.payload.setdefault("gpu_serial", self.serial_by_pci[ev.pci_bus_id])
         return ev
 
 

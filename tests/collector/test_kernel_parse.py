@@ -29,6 +29,7 @@ def test_real_h100_xid31_and_xid43_parse_with_pci_pid_name_channel_and_uuid() ->
     assert x31.ts == pytest.approx(1_000.0 + 24.568904)
     # The driver printed the GPU's UUID for that PCI id just before: the event carries it.
     assert x31.gpu_uuid == "GPU-25179923-e6d8-2c49-9579-04b41661425f"
+    assert x31.payload["gpu_serial"] == "1652624035030"
     assert x31.raw is not None and x31.raw.startswith("[   24.568904] NVRM: Xid")
     assert events[1].payload["pid"] == 427 and events[1].node == "h100-1"
 
@@ -273,3 +274,29 @@ def test_flood_counting_resumes_correctly_around_a_multiline_group() -> None:
     assert sum(e.count for e in xids) == 100 and len(xids) == 1
     (group,) = [e for e in events if e.kind is EventKind.PCIE_AER]
     assert group.pci_bus_id == "0000:3b:00.0" and len(group.payload["details"]) == 1
+
+
+def test_real_xid79_unknown_pid_gpu_lost_and_fatal_sxids_with_their_data() -> None:
+    events = parse_kernel_text(_read("sxid_kb_xid79_sxid20034.dmesg"))
+    xid = next(e for e in events if e.kind is EventKind.XID)
+    assert xid.code == 79 and xid.payload["pid"] is None and xid.payload["process_name"] is None
+    assert xid.gpu_uuid == "GPU-b6c3b2be-c55b-d076-fa0e-d464e4c7e08b"
+    lost = next(e for e in events if e.kind is EventKind.GPU_LOST)
+    assert lost.pci_bus_id == "0000:91:00.0" and lost.gpu_uuid == xid.gpu_uuid
+    fatal = [e for e in events if e.kind is EventKind.SXID and e.payload.get("fatal")]
+    assert {(e.payload["switch"], e.payload["link"]) for e in fatal} == {
+        ("nvidia-nvswitch1", 48),
+        ("nvidia-nvswitch0", 63),
+        ("nvidia-nvswitch2", 37),
+        ("nvidia-nvswitch0", 62),
+    }
+    assert all(e.severity is Severity.CRITICAL and e.code == 20034 for e in fatal)
+    link63 = next(e for e in fatal if e.payload["link"] == 63)
+    assert link63.payload["details"][0].startswith("Data {0x10000000")
+
+
+def test_real_nonfatal_sxid_groups_severity_and_data_lines() -> None:
+    (ev,) = parse_kernel_text(_read("sxid22013_nonfatal.dmesg"))
+    assert ev.kind is EventKind.SXID and ev.severity is Severity.WARNING
+    assert ev.payload["link"] == 60 and len(ev.payload["details"]) == 2
+    assert ev.raw is not None and ev.raw.count("\n") == 2
