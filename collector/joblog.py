@@ -117,7 +117,10 @@ class JobLogSource:
 
     def _start(self, target: JobLogTarget) -> _Followed:
         parser = JobLogParser(
-            node=self.node, job_id=target.job_id, flood_window_s=self.flood_window_s
+            node=self.node,
+            job_id=target.job_id,
+            flood_window_s=self.flood_window_s,
+            emit_first=True,  # the first of a flood goes out at once, its repeats counted later
         )
         return _Followed(target, self.open_stream(target, self.health), parser)
 
@@ -142,6 +145,8 @@ class JobLogSource:
         if ev.dedup_key is None:
             where = ev.payload.get("offset")
             ref = where if isinstance(where, int) else f"{ev.ts:.3f}"
+            if ev.payload.get("repeat"):
+                ref = f"{ref}:repeats"
             digest = hashlib.sha1(fol.target.path.encode(), usedforsecurity=False).hexdigest()[:12]
             ev.dedup_key = f"{fol.target.job_id}:{digest}:{ref}"
         ev.payload.setdefault("log_path", fol.target.path)

@@ -100,8 +100,13 @@ class KmsgSource:
         self.state = _State(state_path, self.health)
         self.boot_id = self._read_boot_id(boot_id_path)
         self.boot_ts = default_boot_ts() if boot_ts is None else boot_ts
+        # The first of a flood goes out at once; its repeats follow as one counted event.
         self.parser = KernelLogParser(
-            node=node, boot_ts=self.boot_ts, flood_window_s=flood_window_s, gpu_map=gpu_map
+            node=node,
+            boot_ts=self.boot_ts,
+            flood_window_s=flood_window_s,
+            gpu_map=gpu_map,
+            emit_first=True,
         )
         self.journal_runner, self.fallback_file = journal_runner, fallback_file
         self.poll_s, self.max_records = poll_s, max_records
@@ -247,7 +252,9 @@ class KmsgSource:
     def _keyed(self, ev: Event) -> Event:
         seq = ev.payload.get("seq")
         if isinstance(seq, int):
-            ev.dedup_key = f"{self.boot_id}:{seq}"
+            ev.dedup_key = f"{self.boot_id}:{seq}" + (
+                ":repeats" if ev.payload.get("repeat") else ""
+            )
         else:
             digest = hashlib.sha1(f"{self.node}|{ev.raw}".encode(), usedforsecurity=False)
             ev.dedup_key = "line:" + digest.hexdigest()

@@ -37,20 +37,28 @@ def join_raw(first: str | None, more: str) -> str:
 
 @dataclass
 class _Held:
-    event: Event
+    event: Event  # the held event; with emit_first, the tracker of its repeats
     first_ts: float
     last_ts: float
+    repeats_from: float | None = None  # emit_first: when the first repeat came
 
 
 class FloodCollapser:
     """Collapses identical events seen within `window_s` of the first into one with a count.
 
-    Memory is bounded by `max_keys`: past it the oldest held event is released early.
+    By default the event is held until its window closes (one event, full count: what a whole
+    text wants). With `emit_first` (streaming sources) the first occurrence goes out at once and
+    only its repeats are held; at the window's end they go out as one `repeat` event counting
+    them, so an alert is never late. Memory is bounded by `max_keys`: past it the oldest held
+    event is released early.
     """
 
-    def __init__(self, *, window_s: float = 60.0, max_keys: int = 4096) -> None:
+    def __init__(
+        self, *, window_s: float = 60.0, max_keys: int = 4096, emit_first: bool = False
+    ) -> None:
         self.window_s = window_s
         self.max_keys = max_keys
+        self.emit_first = emit_first
         self._held: OrderedDict[tuple[object, ...], _Held] = OrderedDict()
 
     @staticmethod
@@ -59,17 +67,22 @@ class FloodCollapser:
         return (event.kind, event.code, event.pci_bus_id, event.node, event.message)
 
     def add(self, event: Event) -> list[Event]:
-        """Hold `event` (or count it into a held twin); return events whose window closed."""
+        """Hold `event` (or count it into a held twin); return events ready to go out."""
         out = self.release_older_than(event.ts - self.window_s)
         k = self.key(event)
         held = self._held.get(k)
         if held is not None:
-            held.event.count += event.count
-            held.last_ts = max(held.last_ts, event.ts)
+            self._count(held, event.count, event.ts)
             return out
-        self._held[k] = _Held(event=event, first_ts=event.ts, last_ts=event.ts)
+        if self.emit_first:
+            tracker = event.model_copy(deep=True)
+            tracker.count = 0  # counts repeats only; never sent while it is 0
+            self._held[k] = _Held(event=tracker, first_ts=event.ts, last_ts=event.ts)
+            out.append(event)
+        else:
+            self._held[k] = _Held(event=event, first_ts=event.ts, last_ts=event.ts)
         while len(self._held) > self.max_keys:
-            out.append(self._release(next(iter(self._held))))
+            out += self._release(next(iter(self._held)))
         return out
 
     def bump(self, key: tuple[object, ...], ts: float) -> tuple[bool, list[Event]]:
@@ -78,8 +91,7 @@ class FloodCollapser:
         held = self._held.get(key)
         if held is None:
             return False, out
-        held.event.count += 1
-        held.last_ts = max(held.last_ts, ts)
+        self._count(held, 1, ts)
         return True, out
 
     def release_older_than(self, ts: float) -> list[Event]:
@@ -90,18 +102,30 @@ class FloodCollapser:
             if h.first_ts >= ts:
                 break
             done.append(k)
-        return [self._release(k) for k in done]
+        return [e for k in done for e in self._release(k)]
 
     def flush(self) -> list[Event]:
         """Release everything held."""
-        return [self._release(k) for k in list(self._held)]
+        return [e for k in list(self._held) for e in self._release(k)]
 
     def held_events(self) -> list[Event]:
-        """The events held right now (not yet released), oldest first."""
+        """The events (or repeat trackers) held right now, oldest first."""
         return [h.event for h in self._held.values()]
 
-    def _release(self, k: tuple[object, ...]) -> Event:
+    def _count(self, held: _Held, n: int, ts: float) -> None:
+        held.event.count += n
+        held.last_ts = max(held.last_ts, ts)
+        if self.emit_first and held.repeats_from is None:
+            held.repeats_from = ts
+
+    def _release(self, k: tuple[object, ...]) -> list[Event]:
         held = self._held.pop(k)
-        if held.event.count > 1:
-            held.event.payload["last_ts"] = held.last_ts
-        return held.event
+        ev = held.event
+        if ev.count == 0:
+            return []  # emit_first and nothing repeated
+        if self.emit_first:
+            ev.payload.update(repeat=True, first_ts=held.first_ts)
+            ev.ts = held.repeats_from if held.repeats_from is not None else held.last_ts
+        if ev.count > 1 or self.emit_first:
+            ev.payload["last_ts"] = held.last_ts
+        return [ev]

@@ -119,11 +119,15 @@ class JobLogParser:
         source: str = "joblog",
         flood_window_s: float = 300.0,
         max_flood_keys: int = 4096,
+        emit_first: bool = False,
     ) -> None:
         self.node, self.job_id, self.source = node, job_id, source
-        self._flood = FloodCollapser(window_s=flood_window_s, max_keys=max_flood_keys)
+        self._flood = FloodCollapser(
+            window_s=flood_window_s, max_keys=max_flood_keys, emit_first=emit_first
+        )
         self._block: dict[str, Any] | None = None  # an open ChildFailedError block
-        self._last_nccl: Event | None = None
+        # An NCCL error waits one line: NCCL may print "Last error:" and the cause under it.
+        self._pending: tuple[str, Event] | None = None
         self._want_last_error = False
         self._last: tuple[str, tuple[object, ...]] | None = None  # last line -> its flood key
 
@@ -142,16 +146,17 @@ class JobLogParser:
             return out
         if self._block is not None:
             out += self._close_block()
-        if self._want_last_error and text.strip():
+        if self._want_last_error and text.strip() and self._pending is not None:
             self._want_last_error = False
-            held = self._flood.held_events()
-            if self._last_nccl is not None and any(e is self._last_nccl for e in held):
-                self._last_nccl.raw = join_raw(self._last_nccl.raw, line)
-                self._last_nccl.payload["last_error"] = text.strip()
-                return out
-        if text.strip() == "Last error:":
+            ev = self._pending[1]
+            ev.raw = join_raw(ev.raw, line)
+            ev.payload["last_error"] = text.strip()
+            return out + self._release_pending()
+        if text.strip() == "Last error:" and self._pending is not None:
             self._want_last_error = True
+            self._pending[1].raw = join_raw(self._pending[1].raw, line)
             return out
+        out += self._release_pending()
         m = classify_job_line(text)
         if m is None:
             return out
@@ -162,19 +167,34 @@ class JobLogParser:
             self._block = {"event": ev, "lines": [line], "entries": [], "section": None, "rules": 0}
             return out
         if m.kind is EventKind.NCCL_ERROR:
-            self._last_nccl = ev
+            self._pending = (line, ev)
+            return out
         out += self._flood.add(ev)
         self._last = (line, FloodCollapser.key(ev))
         return out
 
-    def tick(self, now: float) -> list[Event]:
-        """Release flood-held events whose window closed by `now` (streaming use)."""
-        return self._flood.release_older_than(now - self._flood.window_s)
+    def tick(self, now: float, *, grace_s: float = 1.0) -> list[Event]:
+        """Release what waited long enough by `now` (streaming use)."""
+        out: list[Event] = []
+        if self._pending is not None and self._pending[1].ts < now - grace_s:
+            self._want_last_error = False
+            out += self._release_pending()
+        return out + self._flood.release_older_than(now - self._flood.window_s)
 
     def flush(self) -> list[Event]:
         """Release everything still held (end of text, file closed, shutdown)."""
         out = self._close_block() if self._block is not None else []
+        out += self._release_pending()
         return out + self._flood.flush()
+
+    def _release_pending(self) -> list[Event]:
+        if self._pending is None:
+            return []
+        (line, ev), self._pending = self._pending, None
+        self._want_last_error = False
+        out = self._flood.add(ev)
+        self._last = (line, FloodCollapser.key(ev))
+        return out
 
     def _block_takes(self, text: str, line: str) -> bool:
         b = self._block

@@ -104,9 +104,12 @@ class KernelLogParser:
         flood_window_s: float = 300.0,
         max_flood_keys: int = 4096,
         gpu_map: GpuMap | Callable[[], GpuMap] | None = None,
+        emit_first: bool = False,
     ) -> None:
         self.node, self.boot_ts, self.year, self.source = node, boot_ts, year, source
-        self._flood = FloodCollapser(window_s=flood_window_s, max_keys=max_flood_keys)
+        self._flood = FloodCollapser(
+            window_s=flood_window_s, max_keys=max_flood_keys, emit_first=emit_first
+        )
         self._gpu_map = gpu_map
         self.uuid_by_pci: dict[str, str] = {}  # learned from "NVRM: GPU at PCI:...: GPU-..." lines
         self.serial_by_pci: dict[str, str] = {}  # from the "GPU Board Serial Number" line after it

@@ -51,8 +51,10 @@ def test_follows_a_growing_log_and_emits_each_event_once(tmp_path: Path) -> None
     with log.open("a") as f:
         f.writelines(lines[2:])
     later = src.collect().events + _drain(src, clock)
-    assert [e.payload.get("last_enqueued") for e in later] == [1582]  # one per distinct line
-    assert later[0].count == 2 and later[0].payload["log_path"] == str(log)
+    # Both ranks printed the same line: it goes out once, its repeat follows as a count.
+    assert [(e.payload.get("last_enqueued"), e.count) for e in later] == [(1582, 1), (1582, 1)]
+    assert later[1].payload["repeat"] is True and later[0].payload["log_path"] == str(log)
+    assert later[0].dedup_key != later[1].dedup_key
     assert _drain(src, clock) == []
 
 
@@ -168,8 +170,7 @@ def test_missing_file_and_failing_target_lister_never_crash(tmp_path: Path) -> N
     assert src.collect().events == []
     assert health.errors["targets_failed"] == 1 and len(src.following()) == 1
     (tmp_path / "not-yet.out").write_text("srun: error: n1: task 0: Out Of Memory\n")
-    src.collect()
-    (ev,) = src.close()
+    (ev,) = src.collect().events + src.close()
     assert ev.kind is EventKind.HOST_OOM
 
 
@@ -219,7 +220,33 @@ def test_failing_scontrol_keeps_following_what_was_followed(tmp_path: Path) -> N
         "slurmstepd: error: *** JOB 1 ON node1 CANCELLED AT 2026-11-22T12:20:00 "
         "DUE TO TIME LIMIT ***\n"
     )
-    src.collect()
+    events = src.collect().events
     assert health.errors["targets_failed"] == 1 and len(src.following()) == 3
-    (ev,) = src.close()
+    (ev,) = events + src.close()
     assert ev.job_id == "1" and ev.payload["reason"] == "TIME LIMIT"
+
+
+def test_streamed_nccl_error_still_gets_its_last_error_line(tmp_path: Path) -> None:
+    log = tmp_path / "out.log"
+    lines = (FIX / "nccl1410_unhandled_cuda_error.log").read_text().splitlines(keepends=True)
+    log.write_text("".join(lines[:3]))  # the cause line has not been written yet
+    clock = Clock()
+    src = _source([JobLogTarget("8", str(log))], clock)
+    first = src.collect().events
+    assert [e.payload.get("error") for e in first] == ["unhandled cuda error"]
+    with log.open("a") as f:
+        f.write(lines[3])
+    (nccl,) = src.collect().events
+    assert nccl.payload["last_error"] == "Cuda failure 1 'invalid argument'"
+    assert nccl.raw is not None and nccl.raw.count("\n") == 2
+
+
+def test_streamed_nccl_error_without_a_cause_is_released_after_a_moment(tmp_path: Path) -> None:
+    log = tmp_path / "out.log"
+    log.write_text((FIX / "sglang5594_socket_abort.log").read_text().splitlines()[0] + "\n")
+    clock = Clock()
+    src = _source([JobLogTarget("8", str(log))], clock)
+    assert src.collect().events == []  # it waits one line for a possible "Last error:"
+    clock.now += 2.0
+    (ev,) = src.collect().events
+    assert ev.payload["socket_error"] == "Software caused connection abort"
