@@ -138,6 +138,9 @@ def split_kernel_line(
             # `dmesg -H` prints "[  +0.000844]": a delta to the previous line, not an uptime.
             uptime = None if m["rel"] else float(m["up"])
             rest = rest[m.end() :]
+            if host is None and (m := _HOST_KERNEL.match(rest)):  # journalctl -o short-monotonic
+                host = m["host"]
+                rest = rest[m.end() :]
     if ts is None and uptime is not None and boot_ts is not None:
         ts = boot_ts + uptime
     return KernelLine(message=rest.strip(), ts=ts, uptime_s=uptime, host=host, seq=seq, level=level)

@@ -300,3 +300,11 @@ def test_real_nonfatal_sxid_groups_severity_and_data_lines() -> None:
     assert ev.kind is EventKind.SXID and ev.severity is Severity.WARNING
     assert ev.payload["link"] == 60 and len(ev.payload["details"]) == 2
     assert ev.raw is not None and ev.raw.count("\n") == 2
+
+
+def test_journal_short_monotonic_and_short_precise_forms() -> None:
+    msg = "NVRM: Xid (PCI:0000:3b:00): 48, pid=1, name=x, An uncorrectable double bit error"
+    mono = parse_kernel_line(f"[ 1234.567890] gpu-2 kernel: {msg}", boot_ts=1000.0)
+    assert mono is not None and mono.node == "gpu-2" and mono.ts == pytest.approx(2234.56789)
+    precise = parse_kernel_line(f"Nov 22 12:00:00.123456 gpu-3 kernel: {msg}", year=2026)
+    assert precise is not None and precise.node == "gpu-3" and precise.code == 48
