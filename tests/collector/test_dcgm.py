@@ -170,3 +170,33 @@ def test_parse_dcgm_text_for_explain_states_the_problems_of_one_scrape() -> None
     gpus, events = parse_dcgm_text(text, node="n1")
     assert [g.uuid for g in gpus] == [UUID]
     assert [(e.kind, e.node) for e in events] == [(EventKind.ROW_REMAP, "n1")]
+
+
+def _with_counters(text: str, dbe: int, crc: int) -> str:
+    """The real scrape plus ECC/NVLink counter lines in its own label format."""
+    labels = next(ln for ln in text.splitlines() if ln.startswith("DCGM_FI_DEV_SM_CLOCK{"))
+    labels = labels[len("DCGM_FI_DEV_SM_CLOCK") :].rsplit(" ", 1)[0]
+    return text + (
+        "# TYPE DCGM_FI_DEV_ECC_DBE_VOL_TOTAL counter\n"
+        f"DCGM_FI_DEV_ECC_DBE_VOL_TOTAL{labels} {dbe}\n"
+        "# TYPE DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL counter\n"
+        f"DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL{labels} {crc}\n"
+        "# TYPE DCGM_FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_TOTAL counter\n"
+        f"DCGM_FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_TOTAL{labels} 1\n"
+    )
+
+
+def test_ecc_and_nvlink_counter_rises_are_events_with_deltas() -> None:
+    src = _source(Exporter(_with_counters(LKE, 0, 5), _with_counters(LKE, 2, 9)))
+    first = src.collect()
+    assert first.events == [] and first.samples[0].nvlink_crc_errors == 6  # FLIT + DATA
+    events = src.collect().events
+    ecc = next(e for e in events if e.kind is EventKind.ECC)
+    assert (ecc.payload["ecc"], ecc.payload["scope"], ecc.payload["delta"]) == (
+        "dbe",
+        "volatile",
+        2,
+    )
+    assert ecc.severity is Severity.ERROR
+    nvl = next(e for e in events if e.kind is EventKind.NVLINK)
+    assert nvl.payload["delta"] == 4 and nvl.payload["value"] == 10
