@@ -308,3 +308,9 @@ def test_journal_short_monotonic_and_short_precise_forms() -> None:
     assert mono is not None and mono.node == "gpu-2" and mono.ts == pytest.approx(2234.56789)
     precise = parse_kernel_line(f"Nov 22 12:00:00.123456 gpu-3 kernel: {msg}", year=2026)
     assert precise is not None and precise.node == "gpu-3" and precise.code == 48
+
+
+def test_real_old_kernel_oom_wording() -> None:
+    (ev,) = parse_kernel_text(_read("beowulf_old_oom_kill.txt"), year=2014)
+    assert ev.kind is EventKind.HOST_OOM and ev.node == "cluster1"
+    assert (ev.payload["pid"], ev.payload["task"]) == (7963, "sge_qmaster")
