@@ -24,6 +24,7 @@ from correlator.attribution import (
 from correlator.incidents import IncidentBook, fingerprint, identity
 from correlator.models import CorrelationReport, Incident, IncidentState
 from correlator.nccl import RANK_FAILURE_KINDS, Culprit, find_culprit
+from correlator.repeats import RepeatFaults
 from correlator.taxonomy import Blame, Category, Verdict
 from timeline import tables as t
 from timeline.models import EventKind
@@ -50,6 +51,11 @@ class EventPass:
         self.index = AllocationIndex(())
         self.running: dict[str, float] = {}  # job id -> newest "running again" event time
         self.new_ids: set[int] = set()  # events read in this pass (older ones were timed before)
+        self.repeats = RepeatFaults(
+            session,
+            window_s=settings.correlator_repeat_fault_window_s,
+            min_users=settings.correlator_repeat_fault_users,
+        )
 
     def _probe(self, evs: Sequence[Ev]) -> None:
         """Record ingest times of this pass's events that changed an incident (latency)."""
@@ -111,6 +117,8 @@ class EventPass:
         if v is None or ev.kind is EventKind.PROGRESS_STALLED:
             return  # stalls corroborate the hang detector, which reads them itself
         if v.root_cause:
+            if v.category is Category.USER_CODE:
+                v = self.repeats.escalate(ev) or v
             self.book.add(ev, v, ev.jobs)
             self._probe([ev])
         elif v.category is None:
@@ -216,7 +224,8 @@ class EventPass:
             summary=f"NCCL collective timed out across ranks of job {job.job_id}",
             priority=10,
         )
-        head = timeouts[0]
+        # Quote the culprit rank's own line when there is one.
+        head = next((e for e in timeouts if e.payload.get("rank") == culprit.rank), timeouts[0])
         inc = self.book.get_or_open(fingerprint("nccl", job.job_id), head, verdict, job)
         if inc.details.get("priority", -1) < 0:
             self.book._set_root(inc, head, verdict)

@@ -132,12 +132,24 @@ def _samples(session: Session, uuids: set[str], since: float, until: float) -> d
     return out
 
 
-def _stalled(session: Session, job_id: str, since: float) -> bool:
+def _corroboration(session: Session, job_id: str, start: float, end: float) -> list[str]:
+    """Other signs of a hang: W&B saw no step, or the job's log went silent when the spin began."""
     e = t.events
-    stmt = select(func.count()).where(
-        e.c.job_id == job_id, e.c.kind == EventKind.PROGRESS_STALLED.value, e.c.ts >= since
+    found = []
+    stalls = select(func.count()).where(
+        e.c.job_id == job_id,
+        e.c.kind == EventKind.PROGRESS_STALLED.value,
+        e.c.ts >= start - 600.0,
+        e.c.ts <= end,
     )
-    return bool(session.execute(stmt).scalar_one())
+    if session.execute(stalls).scalar_one():
+        found.append("W&B step stall")
+    logs = select(func.count()).where(e.c.job_id == job_id, e.c.source == "joblog")
+    before = session.execute(logs.where(e.c.ts >= start - 600.0, e.c.ts < start)).scalar_one()
+    during = session.execute(logs.where(e.c.ts >= start, e.c.ts <= end)).scalar_one()
+    if before and not during:
+        found.append("job log silent since the spin began")
+    return found
 
 
 def detect(session: Session, *, book: IncidentBook, settings: Settings, now: float) -> int:
@@ -167,7 +179,8 @@ def detect(session: Session, *, book: IncidentBook, settings: Settings, now: flo
             if max(s[1] for s in fresh) - start >= settings.hang_min_duration_s:
                 hanging[job_id] = (start, max(s[1] for s in fresh), len(fresh))
     for job_id, (start, end, n) in hanging.items():
-        _flag(book, jobs[job_id], start, end, n, _stalled(session, job_id, start - 600.0))
+        signs = _corroboration(session, job_id, start, end)
+        _flag(book, jobs[job_id], (start, end, n), signs, settings.hang_util_min)
     for inc in list(book.by_fp.values()):
         if inc.details.get("detector") == "hang" and inc.job_id not in hanging:
             inc.state, inc.resolved_ts = IncidentState.RESOLVED, now
@@ -177,7 +190,14 @@ def detect(session: Session, *, book: IncidentBook, settings: Settings, now: flo
     return len(hanging)
 
 
-def _flag(book: IncidentBook, job: JobRef, start: float, end: float, n: int, stalled: bool) -> None:
+def _flag(
+    book: IncidentBook,
+    job: JobRef,
+    spin: tuple[float, float, int],
+    signs: list[str],
+    util_min: float,
+) -> None:
+    start, end, n = spin
     fp = fingerprint("hang", job.job_id)
     inc = book.by_fp.get(fp)
     if inc is None:
@@ -199,14 +219,16 @@ def _flag(book: IncidentBook, job: JobRef, start: float, end: float, n: int, sta
         book.opened += 1
     inc.last_seen_ts = end
     inc.count = max(1, int((end - start) // 10) + 1)
-    inc.confidence = 0.8 if stalled else 0.6
+    inc.confidence = min(0.9, 0.6 + (0.2 if "W&B step stall" in signs else 0.0) + 0.1 * (
+        "job log silent since the spin began" in signs
+    ))  # fmt: skip
     inc.details.update(
         spin_since_ts=start,
         gpus=n,
-        corroborated_by="W&B step stall" if stalled else None,
+        corroborated_by=signs,
         evidence=[
-            f"{n} GPUs at >= 90% utilization and near-idle power for {end - start:.0f} s"
-            + ("; W&B reports no training step" if stalled else "")
+            f"{n} GPUs at >= {util_min:.0f}% utilization and near-idle power for "
+            f"{end - start:.0f} s" + "".join(f"; {s}" for s in signs)
         ],
     )
     book.changed[fp] = inc

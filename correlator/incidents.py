@@ -181,25 +181,36 @@ class IncidentBook:
         return list(found.values())
 
 
+def _job_text(job: AffectedJob) -> str:
+    return f"job {job.job_id}" + (f" (user {job.user})" if job.user else "")
+
+
+def _subject(inc: Incident) -> str:
+    """Where it happened: 'GPU 0000:44:00.0 (index 2) on node-7', 'Job 42 (user a) on node-7'."""
+    gpu = inc.culprit_pci_bus_id or inc.culprit_gpu_uuid
+    where = f"GPU {gpu}" if gpu else ""
+    if gpu and inc.culprit_gpu_index is not None:
+        where += f" (index {inc.culprit_gpu_index})"
+    if inc.culprit_node:
+        where = f"{where} on {inc.culprit_node}" if where else inc.culprit_node
+    if inc.job_id:
+        own = next((j for j in inc.affected_jobs if j.job_id == inc.job_id), None)
+        job = _job_text(own) if own else f"job {inc.job_id}"
+        job = job[:1].upper() + job[1:]
+        if not where:
+            return job
+        return f"{job}, {where}" if where.startswith("GPU") else f"{job} on {where}"
+    return where or "The fleet"
+
+
 def explain(inc: Incident) -> str:
     """Plain English, 1-3 sentences: where, what, the evidence, and what to do."""
-    where = []
-    if inc.culprit_pci_bus_id or inc.culprit_gpu_index is not None:
-        gpu = f"GPU {inc.culprit_pci_bus_id or inc.culprit_gpu_uuid or '?'}"
-        if inc.culprit_gpu_index is not None:
-            gpu += f" (index {inc.culprit_gpu_index})"
-        where.append(gpu)
-    elif inc.culprit_gpu_uuid:
-        where.append(f"GPU {inc.culprit_gpu_uuid}")
-    if inc.culprit_node:
-        where.append(f"on {inc.culprit_node}")
-    jobs = [
-        f"job {j.job_id}" + (f" (user {j.user})" if j.user else "") for j in inc.affected_jobs[:3]
-    ]
-    if len(inc.affected_jobs) > 3:
-        jobs.append(f"{len(inc.affected_jobs) - 3} more jobs")
-    subject = " ".join(where) or (f"job {inc.job_id}" if inc.job_id else "the fleet")
-    first = f"{subject}: {inc.title}"
+    others = [j for j in inc.affected_jobs if j.job_id != inc.job_id]
+    jobs = [_job_text(j) for j in others[:3]]
+    more = len(others) - 3 + int(inc.details.get("more_affected_jobs", 0))
+    if more > 0:
+        jobs.append(f"{more} more jobs")
+    first = f"{_subject(inc)}: {inc.title}"
     if inc.code is not None and inc.kind == "xid" and f"Xid {inc.code}" not in inc.title:
         first += f" (Xid {inc.code})"
     if jobs:

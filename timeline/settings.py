@@ -112,6 +112,7 @@ class Settings(BaseSettings):
     correlator_settle_s: float = 10.0  # id gaps (uncommitted PostgreSQL inserts) re-read this long
     correlator_evidence_cap: int = 50  # event ids kept per incident list
     correlator_repeat_fault_users: int = 2  # user-code Xids from this many users: the GPU's fault
+    correlator_repeat_fault_window_s: float = 7 * 86400.0  # ...within this long
     hang_interval_s: float = 10.0
     hang_min_duration_s: float = 45.0  # spin this long before "collective hang suspected"
     hang_util_min: float = 90.0  # percent utilization that counts as "busy"

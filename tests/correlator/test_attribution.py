@@ -233,3 +233,45 @@ def test_failure_with_no_cause_on_its_nodes_keeps_the_schedulers_own_verdict(
     with session_factory() as s:
         mine = incidents.list_incidents(s, state="open", job_id="t1")
     assert [(i.category, i.job_id) for i in mine] == [("scheduler", "t1")]
+
+
+def _mmu(ts: float) -> Event:
+    return Event(
+        ts=ts, node="n1", source="kmsg", kind=EventKind.XID, code=31, pci_bus_id="0000:18:00",
+        raw=XID31.replace("0000:00:06", "0000:18:00"), severity=Severity.ERROR,
+    )  # fmt: skip
+
+
+def test_user_fault_xid_repeating_on_one_gpu_under_different_users_blames_the_gpu(
+    session_factory: sessionmaker[Session],
+) -> None:
+    fleet = Fleet(session_factory)
+    fleet.nodes(["n1"])
+    fleet.job("u1", ["n1"], start=1000.0, end=2000.0, gpus=[0], user="ivan")
+    fleet.job("u2", ["n1"], start=3000.0, gpus=[0], user="judy")
+    fleet.events(_mmu(1500.0))
+    fleet.correlate(now=1600.0)
+    fleet.events(_mmu(3500.0))
+    fleet.correlate(now=3600.0)
+    with session_factory() as s:
+        by_cat = {i.category: i for i in incidents.list_incidents(s)}
+    gpu = by_cat["gpu_hardware"]
+    assert (gpu.blame, gpu.culprit_node, gpu.culprit_gpu_index) == ("node", "n1", 0)
+    assert gpu.job_ids() == {"u2"} and "2 users" in gpu.title
+    assert by_cat["user_code"].job_ids() == {"u1"}  # the first fault alone was the program's
+
+
+def test_user_fault_xid_repeating_for_one_user_stays_the_users(
+    session_factory: sessionmaker[Session],
+) -> None:
+    fleet = Fleet(session_factory)
+    fleet.nodes(["n1"])
+    fleet.job("v1", ["n1"], start=1000.0, end=2000.0, gpus=[0], user="ivan")
+    fleet.job("v2", ["n1"], start=3000.0, gpus=[0], user="ivan")
+    fleet.events(_mmu(1500.0))
+    fleet.correlate(now=1600.0)
+    fleet.events(_mmu(3500.0))
+    fleet.correlate(now=3600.0)
+    with session_factory() as s:
+        cats = {i.category for i in incidents.list_incidents(s)}
+    assert cats == {"user_code"}

@@ -102,7 +102,7 @@ def test_real_spin_is_flagged_within_60s_and_real_compute_is_not(
     assert (inc.category, inc.blame, inc.job_id) == ("nccl_timeout_unknown", "unknown", "hang-1")
     assert inc.title.startswith("collective hang suspected")
     assert inc.details["gpus"] == len(NODES) * len(GPUS)
-    assert "job hang-1 (user frank)" in inc.explanation
+    assert inc.explanation.startswith("Job hang-1 (user frank): collective hang suspected")
 
 
 def test_compute_alone_for_five_minutes_is_never_flagged(
@@ -138,7 +138,24 @@ def test_wandb_step_stall_raises_confidence(session_factory: sessionmaker[Sessio
     _run(fleet, played, spin_start + 10.0, spin_start + 80.0)
     with session_factory() as s:
         (inc,) = incidents.list_incidents(s, state="open")
-    assert inc.confidence == 0.8 and inc.details["corroborated_by"] == "W&B step stall"
+    assert inc.confidence == 0.8 and inc.details["corroborated_by"] == ["W&B step stall"]
+    assert "W&B step stall" in inc.explanation
+
+
+def test_job_log_going_silent_when_the_spin_begins_raises_confidence(
+    session_factory: sessionmaker[Session],
+) -> None:
+    fleet = _fleet(session_factory)
+    played, spin_start, _ = _timeline()
+    fleet.events(
+        Event(ts=spin_start - 60.0, node=NODES[0], source="joblog", kind=EventKind.OTHER,
+              job_id="hang-1", raw="{'loss': 2.1934, 'grad_norm': 0.83, 'epoch': 0.42}")
+    )  # fmt: skip
+    _run(fleet, played, spin_start + 10.0, spin_start + 80.0)
+    with session_factory() as s:
+        (inc,) = incidents.list_incidents(s, state="open")
+    assert inc.details["corroborated_by"] == ["job log silent since the spin began"]
+    assert inc.confidence == 0.7
 
 
 def test_spin_threshold_sits_between_real_spin_and_real_compute_power() -> None:
