@@ -110,8 +110,8 @@ _NCCL_RESULT = {
 }
 _NCCL_RESULT_LINE = re.compile(r"\b(?P<name>" + "|".join(_NCCL_RESULT) + r"): (?P<text>.*)$")
 _NCCL_ERROR_IN = re.compile(
-    r"(?:(?P<exc>[\w.]+): )?NCCL error in: (?P<where>\S+?),\s*(?P<what>[^,(]+?)\s*"
-    r"(?:\(run with NCCL_DEBUG=INFO for details\))?(?:, NCCL version (?P<ver>[\w.]+))?\s*$"
+    r"(?:(?P<exc>[\w.]+): )?NCCL error(?: in: (?P<where>\S+?),|:)\s*(?P<what>[^,(]+)"
+    r"(?:\(run with NCCL_DEBUG=INFO for details\))?(?:, NCCL version (?P<ver>[\w.]+))?"
 )
 _NCCL_WHAT = {
     "unhandled cuda error": 1,
@@ -155,23 +155,29 @@ def nccl_error(line: str) -> JobMatch | None:
             p["transport"] = t.group(1)
             if peer := _PEER.search(text):
                 p["peer"], p["peer_port"] = peer["peer"], int(peer["port"])
-            if why := re.search(r"failed\s*:\s*(.+)$", text):
+            if why := re.search(r"failed(?:\s*:| with error)\s*(.+)$", text):
                 p["socket_error"] = why.group(1).strip()
         if re.search(r"remote (?:peer|process)", text, re.I):
             p["remote"] = True
         return JobMatch(EventKind.NCCL_ERROR, f"NCCL WARN {text}", code, Severity.WARNING, p)
     if m := _NCCL_ERROR_IN.search(line):
         what = m["what"].strip()
-        p = {"error": what, "where": m["where"]}
+        p = {"error": what}
+        if m["where"]:
+            p["where"] = m["where"]
         if m["exc"]:
             p["exception"] = m["exc"]
         if m["ver"]:
             p["nccl_version"] = m["ver"]
+        if inline := re.search(r"Last error:\s*(.+)$", line):  # a log flattened onto one line
+            p["last_error"] = inline.group(1).strip()
         return JobMatch(
             EventKind.NCCL_ERROR, f"NCCL error: {what}", _NCCL_WHAT.get(what), Severity.ERROR, p
         )
     if m := _NCCL_RESULT_LINE.search(line):
         p = {"error": m["name"], "text": m["text"].strip()}
+        if inline := re.search(r"Last error:\s*(.+)$", m["text"]):
+            p["last_error"] = inline.group(1).strip()
         return JobMatch(
             EventKind.NCCL_ERROR,
             f"{m['name']}: {p['text']}",

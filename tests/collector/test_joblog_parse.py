@@ -212,3 +212,24 @@ def test_real_cuda_oom_wordings_across_pytorch_versions() -> None:
     assert p[1]["tried"] == "12.50 MiB" and p[1]["free"] == "9.28 GiB"
     assert p[2]["exception"] == "torch.cuda.OutOfMemoryError" and p[2]["free"] == "11.06 MiB"
     assert p[2]["process_in_use"] == "23.60 GiB" and p[3]["gpu_index"] == 0
+
+
+def test_real_remote_errors_name_their_cause() -> None:
+    (flat,) = parse_job_text(_read("alpaca207_remote_error_one_line.log"))
+    assert flat.code == 6 and flat.payload["nccl_version"] == "2.14.3"
+    assert flat.payload["last_error"].startswith("NET/IB : Got completion from peer 11.214.147.122")
+    dist, remote = parse_job_text(_read("nccl2076_remote_error.log"))
+    assert dist.payload["error"] == "remote process exited or there was a network error"
+    assert remote.payload["error"] == "ncclRemoteError" and remote.code == 6
+    assert remote.payload["last_error"].endswith("Connection reset by peer")
+
+
+def test_real_socket_and_ib_verbs_warnings() -> None:
+    events = parse_job_text(_read("nccl795_socket_remote_peer.log"))
+    recv = events[0]
+    assert (recv.payload["peer"], recv.payload["socket_error"]) == ("10.200.84.247", "Broken pipe")
+    closed = next(e for e in events if e.payload.get("remote"))
+    assert closed.payload["peer_port"] == 47861
+    ibv = parse_job_text(_read("nccltests185_ibv_unreachable.log"))
+    assert ibv[0].payload["socket_error"] == "Network is unreachable"
+    assert ibv[0].payload["host"] == "dgxh100-3" and len(ibv) == 4
