@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import func, or_, select
+from sqlalchemy import Select, Text, cast, func, or_, select
 from sqlalchemy.orm import Session
 
 from correlator.rules import classify_event
@@ -246,6 +246,14 @@ class AllocationIndex:
         return held
 
 
+def select_events() -> Select[Any]:
+    """SELECT of the event columns the correlator reads; the payload comes as its JSON text,
+    decoded lazily and forgivingly (a malformed payload must not stop the correlator)."""
+    e = t.events
+    cols = [c for c in e.c if c.name not in ("payload", "dedup_key", "batch_id")]
+    return select(*cols, cast(e.c.payload, Text).label("payload"))
+
+
 def held_gpus(session: Session, *, at: float) -> list[tuple[JobRef, GpuRef, Span]]:
     """Every (job, GPU, allocation span) held at `at`; a whole-node span holds each GPU."""
     index = AllocationIndex.load(session, nodes=None, since=at, until=at)
@@ -359,7 +367,7 @@ def candidate_events(
     if not groups:
         return []
     out = []
-    for row in session.execute(select(e).where(e.c.id.in_(list(groups)))).mappings():
+    for row in session.execute(select_events().where(e.c.id.in_(list(groups)))).mappings():
         ev = to_ev(row, gpus)
         ev.ts, ev.count = groups[ev.id]  # the newest line of the flood, and its size
         ev.verdict = cache.verdict(ev)

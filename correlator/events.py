@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any
@@ -19,6 +20,7 @@ from correlator.attribution import (
     best_cause,
     candidate_events,
     load_jobs,
+    select_events,
     to_ev,
 )
 from correlator.incidents import IncidentBook, fingerprint, identity
@@ -30,6 +32,8 @@ from timeline import tables as t
 from timeline.models import EventKind
 from timeline.settings import Settings
 
+log = logging.getLogger(__name__)
+_LOGGED: set[str] = set()
 NCCL_KINDS = frozenset({EventKind.NCCL_TIMEOUT, EventKind.CHILD_FAILED})
 
 
@@ -88,12 +92,15 @@ class EventPass:
         failures: dict[str, list[Ev]] = defaultdict(list)
         nccl: dict[str, list[Ev]] = defaultdict(list)
         for row in rows:
-            ev = to_ev(row, self.gpus)
-            ev.verdict = self.cache.verdict(ev)
-            ev.jobs = attribute(ev, self.index)
-            self.report.events_attributed += bool(ev.jobs)
-            self.report.events_classified += ev.verdict is not None
-            self._route(ev, failures, nccl)
+            try:
+                ev = to_ev(row, self.gpus)
+                ev.verdict = self.cache.verdict(ev)
+                ev.jobs = attribute(ev, self.index)
+                self.report.events_attributed += bool(ev.jobs)
+                self.report.events_classified += ev.verdict is not None
+                self._route(ev, failures, nccl)
+            except Exception as exc:  # one bad event must not stall the cursor for all others
+                self._failed(row, exc)
         self.book.flush()
         self.report.events_read += len(rows)
         for job_id, evs in nccl.items():
@@ -101,6 +108,13 @@ class EventPass:
         for job_id, evs in failures.items():
             self._failure(self.index.jobs.get(job_id) or JobRef(job_id, "unknown"), evs[-1])
         self.book.flush()
+
+    def _failed(self, row: Any, exc: Exception) -> None:
+        self.report.events_failed += 1
+        reason = type(exc).__name__
+        if reason not in _LOGGED:  # log the first of each kind of failure, count them all
+            _LOGGED.add(reason)
+            log.warning("correlator skipped event %s: %s: %s", row["id"], reason, exc)
 
     def _route(self, ev: Ev, failures: dict[str, list[Ev]], nccl: dict[str, list[Ev]]) -> None:
         v = ev.verdict
@@ -161,7 +175,7 @@ class EventPass:
         if nodes:
             owner = or_(owner, e.c.node.in_(nodes) & e.c.job_id.is_(None))
         stmt = (
-            select(e)
+            select_events()
             .where(owner, e.c.kind.in_(kinds), e.c.ts >= since, e.c.ts <= until)
             .order_by(e.c.ts)
             .limit(5000)

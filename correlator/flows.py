@@ -6,11 +6,11 @@ import logging
 import time
 from typing import Any
 
-from sqlalchemy import Text, cast, or_, select, text
+from sqlalchemy import or_, text
 from sqlalchemy.orm import Session, sessionmaker
 
 from correlator import hang, idle, service
-from correlator.attribution import VerdictCache
+from correlator.attribution import VerdictCache, select_events
 from correlator.events import EventPass
 from correlator.incidents import IncidentBook, explain
 from correlator.lifecycle import resolve_cleared
@@ -50,10 +50,8 @@ def _read_events(
     cond = e.c.id > int(cursor.get("id", 0))
     if gaps:
         cond = or_(cond, *[e.c.id.between(g[0], g[1]) for g in gaps])
-    # The payload comes as JSON text and is decoded only for events whose rules need it.
-    cols = [c for c in e.c if c.name not in ("payload", "dedup_key", "batch_id")]
-    stmt = select(*cols, cast(e.c.payload, Text).label("payload"))
-    rows = list(session.execute(stmt.where(cond).order_by(e.c.id).limit(limit)).mappings())
+    stmt = select_events().where(cond).order_by(e.c.id).limit(limit)
+    rows = list(session.execute(stmt).mappings())
     seen = {r["id"] for r in rows}
     kept = []
     for lo, hi, first in gaps:

@@ -105,6 +105,7 @@ class CorrelationReport(BaseModel):
     events_read: int = 0
     events_attributed: int = 0  # events tied to at least one job
     events_classified: int = 0  # events a rule understood
+    events_failed: int = 0  # events skipped because handling them raised (logged once per kind)
     cursor: int = 0
     incidents_opened: int = 0
     incidents_updated: int = 0

@@ -113,3 +113,27 @@ def test_a_failing_pass_is_logged_and_returns_none(
     unmigrated = db.make_sessionmaker(db.make_engine(f"sqlite:///{tmp_path}/empty.db"))
     assert run_correlator(unmigrated, Settings()) is None
     assert "correlator pass failed" in caplog.text
+
+
+def test_a_malformed_payload_neither_stops_the_pass_nor_hides_the_other_events(
+    session_factory: sessionmaker[Session],
+) -> None:
+    if session_factory.kw["bind"].dialect.name != "sqlite":
+        pytest.skip("PostgreSQL's JSON column refuses malformed JSON on insert")
+    fleet = Fleet(session_factory)
+    fleet.nodes(["n1"])
+    fleet.job("j9", ["n1"], start=100.0)
+    with session_factory.begin() as s:  # written by something other than our store API
+        s.execute(
+            text(
+                "INSERT INTO events (ts, received_ts, node, source, kind, job_id, severity,"
+                " message, payload, count) VALUES (999, 999, 'n1', 'slurm', 'job_state', 'j9',"
+                " 'error', 'job j9 FAILED', '{not json', 1)"
+            )
+        )
+    fleet.events(_xid(1000.0))
+    report = fleet.correlate(now=1001.0)
+    assert report.events_read == 2 and report.events_failed == 0
+    with session_factory() as s:
+        (inc,) = service.list_incidents(s)
+    assert inc.code == 79 and inc.job_ids() == {"j9"}
