@@ -90,6 +90,7 @@ class KmsgSource:
         fallback_file: str | None = None,
         flood_window_s: float = 10.0,
         poll_s: float = 0.5,
+        journal_every_s: float = 5.0,
         max_records: int = 100_000,
         health: SourceHealth | None = None,
         opener: Callable[[str, int], int] = os.open,
@@ -110,6 +111,8 @@ class KmsgSource:
         )
         self.journal_runner, self.fallback_file = journal_runner, fallback_file
         self.poll_s, self.max_records = poll_s, max_records
+        self.journal_every_s = journal_every_s  # journalctl is a process: not every poll
+        self._journal_at: float | None = None
         self._os_open, self._os_read = opener, reader
         self.mode = "kmsg"  # 'kmsg', 'journal', 'file' or 'none'
         self._fd: int | None = None
@@ -131,7 +134,10 @@ class KmsgSource:
         if self.mode == "kmsg":
             events += self._read_kmsg()
         if self.mode == "journal":
-            events += self._read_journal()
+            now = self.clock()
+            if self._journal_at is None or now - self._journal_at >= self.journal_every_s:
+                self._journal_at = now
+                events += self._read_journal()
         elif self.mode == "file":
             events += self._read_file()
         events += self.parser.tick(self.clock())

@@ -132,13 +132,24 @@ def test_permission_denied_is_counted_and_falls_back_to_the_journal(
     journal = (FIX / "journalctl_short_iso.txt").read_text()
     runner = RecordedRunner(replies={"journalctl -k": journal})
     health = SourceHealth("kmsg-eacces")
-    src = _source(kmsg, boot_id, tmp_path, opener=denied, journal_runner=runner, health=health)
+    now = [BOOT + 4000.0]
+    src = _source(
+        kmsg,
+        boot_id,
+        tmp_path,
+        opener=denied,
+        journal_runner=runner,
+        health=health,
+        clock=lambda: now[0],
+    )
     events = src.collect().events
     assert health.errors["kmsg_permission_denied"] == 1 and src.mode == "journal"
     assert [e.pci_bus_id for e in events] == ["0000:dc:00.0", "0000:ed:00.0"]
     assert all(e.node == "gpu-node-07" and e.dedup_key for e in events)
     assert "-b" in runner.calls[0]
     runner.replies["journalctl -k"] = "-- No entries --\n"
+    assert src.collect().events == [] and len(runner.calls) == 1  # not every poll: every 5 s
+    now[0] += 5.0
     assert src.collect().events == []
     assert any(a.startswith("--after-cursor=s=7c4c5c1a") for a in runner.calls[1])
 
