@@ -99,8 +99,8 @@ class KmsgSource:
         self.node, self.kmsg_path, self.clock = node, kmsg_path, clock
         self.health = health or SourceHealth("kmsg")
         self.state = _State(state_path, self.health)
-        self.boot_id = self._read_boot_id(boot_id_path)
         self.boot_ts = default_boot_ts() if boot_ts is None else boot_ts
+        self.boot_id = self._read_boot_id(boot_id_path)
         # The first of a flood goes out at once; its repeats follow as one counted event.
         self.parser = KernelLogParser(
             node=node,
@@ -172,7 +172,9 @@ class KmsgSource:
             return Path(path).read_text().strip()
         except OSError as exc:
             self.health.error("boot_id_unreadable", exc)
-            return "unknown"
+            # Sequence numbers restart at each boot, so the boot must still be told apart: by
+            # its boot time, to the minute (stable across agent restarts within one boot).
+            return f"boot-{round(self.boot_ts / 60)}"
 
     def _open_kmsg(self) -> bool:
         try:

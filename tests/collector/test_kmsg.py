@@ -247,3 +247,13 @@ def test_real_dev_kmsg_reads_and_a_restart_repeats_nothing(tmp_path: Path) -> No
     again.collect()
     again.close()
     assert again.records_read < first.records_read  # only records logged in between, if any
+
+
+def test_unreadable_boot_id_still_tells_boots_apart(kmsg: Path, tmp_path: Path) -> None:
+    health = SourceHealth("kmsg-noboot")
+    src = _source(kmsg, tmp_path / "absent-boot-id", tmp_path, health=health)
+    (ev, *_) = src.collect().events
+    assert health.errors["boot_id_unreadable"] == 1
+    assert ev.dedup_key == f"boot-{round(BOOT / 60)}:813"
+    later_boot = _source(kmsg, tmp_path / "absent-boot-id", tmp_path, boot_ts=BOOT + 3600)
+    assert len(later_boot.collect().events) == 3  # a new boot: its records are new
