@@ -187,9 +187,11 @@ class KernelLogParser:
 
     def _feed_head(self, kl: KernelLine, line: str, out: list[Event]) -> bool:
         first = self._head[0][0]
+        # A line that is an event of its own (an Xid printed right after) never joins the block.
         follows = kl.continuation or (
             kl.message.startswith("NVRM:")
             and (kl.uptime_s is None or kl.uptime_s == first.uptime_s)
+            and classify_kernel_message(kl.message) is None
         )
         if not follows:
             self._head = []

@@ -314,3 +314,12 @@ def test_real_old_kernel_oom_wording() -> None:
     (ev,) = parse_kernel_text(_read("beowulf_old_oom_kill.txt"), year=2014)
     assert ev.kind is EventKind.HOST_OOM and ev.node == "cluster1"
     assert (ev.payload["pid"], ev.payload["task"]) == (7963, "sge_qmaster")
+
+
+def test_an_xid_right_after_an_unfinished_gpu_header_is_not_swallowed() -> None:
+    text = (
+        "[ 5.000000] NVRM: The NVIDIA GPU 0000:b3:00.0 (PCI ID: 10de:26b5)\n"
+        "[ 5.000000] NVRM: Xid (PCI:0000:b3:00): 79, pid=1, name=x, GPU has fallen off the bus.\n"
+    )
+    (ev,) = parse_kernel_text(text)
+    assert ev.kind is EventKind.XID and ev.code == 79
