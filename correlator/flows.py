@@ -24,6 +24,7 @@ log = logging.getLogger(__name__)
 CURSOR = "events_cursor"  # {"id": last event id read, "gaps": [[lo, hi, first_seen_ts], ...]}
 LAST_HANG = "hang_last_run_ts"
 LAST_IDLE = "idle_last_run_ts"
+LAST_RESOLVE = "resolve_last_run_ts"
 _LOCK_KEY = 0x466C6D43  # "FlmC": one correlator at a time across PostgreSQL replicas
 _MAX_GAPS = 200
 # Classifying is pure; keeping the cache across passes makes floods of one line cheap for good.
@@ -90,6 +91,7 @@ def correlate_once(
             report.skipped = "another replica is correlating"
             return report
         cursor = service.get_state(session, name=CURSOR) or {"id": 0, "gaps": []}
+        before = {"id": cursor["id"], "gaps": list(cursor.get("gaps", []))}
         rows = _read_events(
             session,
             cursor,
@@ -104,9 +106,12 @@ def correlate_once(
         )
         events = EventPass(session, book=book, settings=settings, cache=_CACHE, report=report)
         events.run(rows)
-        resolved = resolve_cleared(
-            session, book=book, running=events.running, settings=settings, now=now
-        )
+        resolved = []
+        # Checking whether conditions cleared reads jobs, nodes and samples: not every 0.5 s.
+        if events.running or _due(session, LAST_RESOLVE, settings.correlator_resolve_s, now):
+            resolved = resolve_cleared(
+                session, book=book, running=events.running, settings=settings, now=now
+            )
         if _due(session, LAST_HANG, settings.hang_interval_s, now):
             report.hangs_flagged = hang.detect(session, book=book, settings=settings, now=now)
         if _due(session, LAST_IDLE, settings.idle_interval_s, now):
@@ -114,7 +119,8 @@ def correlate_once(
                 session, settings=settings, now=now
             )
         _save(session, book, now=time.time())
-        service.set_state(session, name=CURSOR, value=cursor, now=now)
+        if cursor != before:  # an idle pass writes nothing
+            service.set_state(session, name=CURSOR, value=cursor, now=now)
         report.cursor = int(cursor["id"])
         report.incidents_opened = book.opened
         report.incidents_resolved = len(resolved) + len(book.superseded)

@@ -108,6 +108,7 @@ class Settings(BaseSettings):
     correlator_dedup_window_s: float = 3600.0  # same fingerprint within this: same incident
     correlator_quiet_s: float = 1800.0  # no new evidence this long (and node healthy): resolved
     correlator_stale_s: float = 86400.0  # resolved after this long without evidence, regardless
+    correlator_resolve_s: float = 5.0  # how often open incidents are checked for clearing
     correlator_busy_util: float = 20.0  # percent: a GPU above this after an incident works again
     correlator_settle_s: float = 10.0  # id gaps (uncommitted PostgreSQL inserts) re-read this long
     correlator_evidence_cap: int = 50  # event ids kept per incident list

@@ -95,7 +95,7 @@ def test_incident_on_a_drained_node_stays_open_until_the_node_is_back(
     with session_factory() as s:
         assert incidents.list_incidents(s)[0].state == "open"
     fleet.node_state("n1", "IDLE")
-    fleet.correlate(now=5001.0)
+    fleet.correlate(now=5010.0)  # clearing is checked every correlator_resolve_s (5 s)
     with session_factory() as s:
         assert incidents.list_incidents(s)[0].state == "resolved"
 
