@@ -14,7 +14,7 @@ from sqlalchemy import text
 from timeline import __version__, db
 from timeline.errors import BatchTooLarge, NotFound, TimelineError
 from timeline.settings import Settings
-from web.api import ingest, read
+from web.api import incidents, ingest, read
 from web.metrics import ServerMetrics
 from web.pages import fleet as fleet_page
 from web.runtime import ServerRuntime
@@ -71,6 +71,7 @@ def create_app(settings: Settings, *, configure: Configure | None = None) -> Fas
     _error_handlers(app)
     app.include_router(ingest.router)
     app.include_router(read.router)
+    app.include_router(incidents.router)
     app.include_router(fleet_page.router)
 
     @app.get("/healthz", include_in_schema=False)

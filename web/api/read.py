@@ -19,7 +19,8 @@ router = APIRouter(prefix="/api/v1", tags=["read"], dependencies=[Depends(requir
 T = TypeVar("T")
 
 
-async def _read(request: Request, fn: Callable[[Session], T]) -> T:
+async def read_session(request: Request, fn: Callable[[Session], T]) -> T:
+    """Run a read-only store call in the threadpool with a session of its own."""
     factory = request.app.state.session_factory
 
     def run() -> T:
@@ -32,13 +33,13 @@ async def _read(request: Request, fn: Callable[[Session], T]) -> T:
 @router.get("/gpus")
 async def gpus(request: Request, node: str | None = None) -> list[dict[str, Any]]:
     """Every GPU with its newest telemetry sample."""
-    return await _read(request, lambda s: service.latest_gpu_samples(s, node=node))
+    return await read_session(request, lambda s: service.latest_gpu_samples(s, node=node))
 
 
 @router.get("/nodes")
 async def nodes(request: Request) -> list[dict[str, Any]]:
     """Every node with its scheduler state and the last time an agent reported from it."""
-    return await _read(request, service.list_nodes)
+    return await read_session(request, service.list_nodes)
 
 
 @router.get("/events")
@@ -55,7 +56,7 @@ async def events(
     if kind is not None and kind not in {k.value for k in EventKind}:
         raise HTTPException(422, detail=f"unknown kind {kind!r}")
     start = since if since is not None else time.time() - 3600
-    return await _read(
+    return await read_session(
         request,
         lambda s: service.events_in_window(
             s, since=start, until=until, node=node, kind=kind, job_id=job_id, limit=limit
@@ -68,16 +69,16 @@ async def jobs(
     request: Request, state: str | None = None, limit: int = Query(500, ge=1, le=10_000)
 ) -> list[dict[str, Any]]:
     """Jobs, most recently updated first."""
-    return await _read(request, lambda s: service.list_jobs(s, state=state, limit=limit))
+    return await read_session(request, lambda s: service.list_jobs(s, state=state, limit=limit))
 
 
 @router.get("/jobs/{job_id}")
 async def job(request: Request, job_id: str) -> dict[str, Any]:
     """One job with its events."""
-    found = await _read(request, lambda s: service.get_job(s, job_id=job_id))
+    found = await read_session(request, lambda s: service.get_job(s, job_id=job_id))
     if found is None:
         raise HTTPException(404, detail=f"no job {job_id!r}")
-    found["events"] = await _read(
+    found["events"] = await read_session(
         request, lambda s: service.events_in_window(s, job_id=job_id, limit=1000)
     )
     return found
@@ -87,7 +88,7 @@ async def job(request: Request, job_id: str) -> dict[str, Any]:
 async def fleet_state(request: Request) -> list[dict[str, Any]]:
     """Every node and GPU classified busy / idle_allocated / free / failing / stale."""
     settings = request.app.state.settings
-    views = await _read(
+    views = await read_session(
         request,
         lambda s: fleet.fleet_view(s, now=time.time(), idle_threshold=settings.idle_util_threshold),
     )

@@ -14,6 +14,7 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import HTMLResponse, Response
 from fastapi.templating import Jinja2Templates
 
+from correlator import service as incidents
 from timeline import fleet, service
 from timeline.fleet import GpuState, NodeView
 from web.auth import require_reader
@@ -77,6 +78,8 @@ def _page_data(request: Request) -> dict[str, Any]:
     with request.app.state.session_factory() as session:
         nodes = fleet.fleet_view(session, now=now, idle_threshold=settings.idle_util_threshold)
         events = service.events_in_window(session, since=now - 3600, limit=10_000)[-25:]
+        open_incidents = incidents.list_incidents(session, state="open", limit=50)
+        idle_by_user = incidents.idle_totals(session, by="user", state="open")
     counts = Counter(g.state for n in nodes for g in n.gpus)
     return {
         "nodes": nodes,
@@ -85,6 +88,8 @@ def _page_data(request: Request) -> dict[str, Any]:
         "colors": STATE_COLORS,
         "labels": STATE_LABELS,
         "events": list(reversed(events)),
+        "incidents": open_incidents,
+        "idle_by_user": idle_by_user,
         "heatmap": utilization_heatmap(nodes) if nodes else "",
         "refresh_s": settings.page_refresh_s,
         "now": now,

@@ -1,0 +1,56 @@
+"""Incidents and idle-GPU findings, as the correlator wrote them."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from fastapi import APIRouter, Depends, Query, Request
+
+from correlator import service as incidents
+from correlator.models import IdleFinding, IdleTotal, Incident
+from web.api.read import read_session
+from web.auth import require_reader
+
+router = APIRouter(prefix="/api/v1", tags=["incidents"], dependencies=[Depends(require_reader)])
+
+
+@router.get("/incidents")
+async def list_incidents(
+    request: Request,
+    state: Literal["open", "resolved"] | None = None,
+    category: str | None = None,
+    node: str | None = None,
+    job_id: str | None = None,
+    limit: int = Query(200, ge=1, le=5000),
+) -> list[Incident]:
+    """Incidents, most recently seen first."""
+    return await read_session(
+        request,
+        lambda s: incidents.list_incidents(
+            s, state=state, category=category, node=node, job_id=job_id, limit=limit
+        ),
+    )
+
+
+@router.get("/incidents/{incident_id}")
+async def get_incident(request: Request, incident_id: int) -> Incident:
+    """One incident with its explanation, evidence and symptom event ids."""
+    return await read_session(request, lambda s: incidents.get_incident(s, incident_id=incident_id))
+
+
+@router.get("/idle")
+async def idle_findings(
+    request: Request, state: Literal["open", "resolved"] | None = "open"
+) -> list[IdleFinding]:
+    """Allocated GPUs doing nothing, most wasteful first."""
+    return await read_session(request, lambda s: incidents.list_idle_findings(s, state=state))
+
+
+@router.get("/idle/totals")
+async def idle_totals(
+    request: Request,
+    by: Literal["job_id", "user", "account"] = "user",
+    state: Literal["open", "resolved"] | None = None,
+) -> list[IdleTotal]:
+    """Idle GPU-hours and cost per job, user or account."""
+    return await read_session(request, lambda s: incidents.idle_totals(s, by=by, state=state))
