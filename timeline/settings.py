@@ -64,6 +64,11 @@ class Settings(BaseSettings):
     agent_batch_max_items: int = 5000
     agent_flush_interval_s: float = 2.0
     agent_proc_root: str = "/proc"
+    agent_kmsg_path: str = "/dev/kmsg"
+    agent_dcgm_url: str = "http://127.0.0.1:9400/metrics"  # dcgm-exporter's default listener
+    agent_dcgm_interval_s: float = 15.0  # dcgm-exporter collects every 30 s by default
+    agent_joblog_poll_s: float = 2.0  # how often followed job logs are read
+    agent_slurm_bin_dir: str | None = None  # where scontrol lives when it is not on PATH
 
     # --- slurm (cluster source in the server) ---
     slurm_enabled: bool = False

@@ -1,10 +1,13 @@
-"""`fleetmedic agent`: the node agent (NVML or replay sources -> spool -> ingest API)."""
+"""`fleetmedic agent`: the node agent (NVML, kmsg, DCGM, job logs, replay -> spool -> ingest)."""
 
 from __future__ import annotations
 
 import logging
+import shutil
 import signal
 import socket
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -25,57 +28,114 @@ def _nvml_module(fake: bool, fake_gpus: int) -> Any:
     return pynvml
 
 
+SOURCES = ("nvml", "kmsg", "dcgm", "joblog", "replay")
+
+
+def default_sources(which: Callable[[str], str | None] = shutil.which) -> list[str]:
+    """Sources run when none is named: NVML and the kernel log, job logs where Slurm is."""
+    return ["nvml", "kmsg", *(["joblog"] if which("scontrol") else [])]
+
+
+@dataclass
+class _Built:
+    """What build_sources wires: polled, streaming, shutdown hooks, NVML's PCI map."""
+
+    polled: list[Any] = field(default_factory=list)
+    streaming: list[Any] = field(default_factory=list)
+    on_stop: list[Callable[[], None]] = field(default_factory=list)
+    gpu_map: Callable[[], dict[str, tuple[str, int]]] | None = None
+
+
+def _add_nvml(b: _Built, *, node: str, settings: Settings, opts: dict[str, Any]) -> None:
+    from collector.agent import Polled
+    from collector.nvml import NvmlSource
+    from collector.nvml_events import NvmlEventSource
+    from collector.procs import ProcessJobMapper
+
+    nvml = _nvml_module(opts.get("fake_nvml", False), opts.get("fake_gpus", 1))
+    mapper = ProcessJobMapper(settings.agent_proc_root)
+    src = NvmlSource(nvml, node=node, slow_every=settings.agent_slow_every, proc_mapper=mapper)
+    b.polled.append(Polled(src, opts.get("interval") or settings.agent_interval_s))
+    b.streaming.append(NvmlEventSource(nvml, node=node))
+    b.on_stop.append(src.close)
+    b.gpu_map = src.gpu_map
+
+
+def _add_kmsg(b: _Built, *, node: str, settings: Settings, state_dir: Path) -> None:
+    from collector.kmsg import KmsgSource
+
+    b.streaming.append(
+        KmsgSource(
+            node=node,
+            kmsg_path=settings.agent_kmsg_path,
+            state_path=state_dir / "kmsg-state.json",
+            gpu_map=b.gpu_map,
+        )
+    )
+
+
+def _add_dcgm(b: _Built, *, node: str, settings: Settings, url: str | None) -> None:
+    import httpx
+
+    from collector.agent import Polled
+    from collector.dcgm import DcgmSource
+
+    client = httpx.Client()
+    src = DcgmSource(node=node, client=client, url=url or settings.agent_dcgm_url)
+    b.polled.append(Polled(src, settings.agent_dcgm_interval_s))
+    b.on_stop.append(client.close)
+
+
+def _add_joblog(b: _Built, *, node: str, settings: Settings, runner: Any) -> None:
+    from collector.joblog import JobLogSource, SlurmJobLogs
+    from collector.slurm.runner import SubprocessRunner
+
+    runner = runner or SubprocessRunner(bin_dir=settings.agent_slurm_bin_dir)
+    b.streaming.append(
+        JobLogSource(
+            node=node,
+            targets=SlurmJobLogs(node=node, runner=runner),
+            poll_s=settings.agent_joblog_poll_s,
+        )
+    )
+
+
 def build_sources(
     *,
     names: list[str],
     node: str,
     settings: Settings,
-    interval: float,
-    replay: Path | None,
-    replay_speed: float,
-    fake_nvml: bool,
-    fake_gpus: int,
     state_dir: Path,
-) -> tuple[list[Any], list[Any]]:
-    """(polled, streaming) sources for the names given on the command line."""
-    from collector.agent import Polled
+    runner: Any = None,
+    **opts: Any,
+) -> _Built:
+    """The sources named on the command line, wired (NVML first: others map PCI ids with it).
 
-    polled: list[Polled] = []
-    streaming: list[Any] = []
-    nvml_source: Any = None
-    for name in sorted(names, key=lambda n: n != "nvml"):  # nvml first: kmsg maps PCI ids with it
+    `opts`: interval, replay, replay_speed, fake_nvml, fake_gpus, dcgm_url. `runner` runs
+    scontrol for the job-log source (default: a subprocess runner).
+    """
+    unknown = [n for n in names if n not in SOURCES]
+    if unknown:
+        raise typer.BadParameter(f"unknown source {unknown[0]!r} ({', '.join(SOURCES)})")
+    b = _Built()
+    for name in sorted(set(names), key=SOURCES.index):
         if name == "nvml":
-            from collector.nvml import NvmlSource
-            from collector.nvml_events import NvmlEventSource
-            from collector.procs import ProcessJobMapper
-
-            nvml = _nvml_module(fake_nvml, fake_gpus)
-            mapper = ProcessJobMapper(settings.agent_proc_root)
-            src = NvmlSource(
-                nvml, node=node, slow_every=settings.agent_slow_every, proc_mapper=mapper
-            )
-            polled.append(Polled(src, interval))
-            streaming.append(NvmlEventSource(nvml, node=node))
-            nvml_source = src
+            _add_nvml(b, node=node, settings=settings, opts=opts)
         elif name == "kmsg":
-            from collector.kmsg import KmsgSource
-
-            streaming.append(
-                KmsgSource(
-                    node=node,
-                    state_path=state_dir / "kmsg-state.json",
-                    gpu_map=nvml_source.gpu_map if nvml_source is not None else None,
-                )
-            )
-        elif name == "replay":
+            _add_kmsg(b, node=node, settings=settings, state_dir=state_dir)
+        elif name == "dcgm":
+            _add_dcgm(b, node=node, settings=settings, url=opts.get("dcgm_url"))
+        elif name == "joblog":
+            _add_joblog(b, node=node, settings=settings, runner=runner)
+        else:
             from collector.replay import ReplaySource
 
+            replay = opts.get("replay")
             if replay is None:
                 raise typer.BadParameter("--source replay needs --replay FILE")
-            streaming.append(ReplaySource(replay, node=node, speed=replay_speed, loop=True))
-        else:
-            raise typer.BadParameter(f"unknown source {name!r} (nvml, kmsg, replay)")
-    return polled, streaming
+            speed = opts.get("replay_speed", 1.0)
+            b.streaming.append(ReplaySource(replay, node=node, speed=speed, loop=True))
+    return b
 
 
 def build_agent(
@@ -110,16 +170,14 @@ def build_agent(
         node=node_name,
         max_batch_items=settings.agent_batch_max_items,
     )
-    polled, streaming = build_sources(
-        node=node_name, settings=settings, state_dir=spool_path.parent, **sources
-    )
+    built = build_sources(node=node_name, settings=settings, state_dir=spool_path.parent, **sources)
     the_agent = Agent(
         spool=the_spool,
         delivery=delivery,
-        polled=polled,
-        streaming=streaming,
+        polled=built.polled,
+        streaming=built.streaming,
         flush_interval_s=settings.agent_flush_interval_s,
-        on_stop=[p.source.close for p in polled if hasattr(p.source, "close")],
+        on_stop=built.on_stop,
     )
     names = ", ".join(sources["names"])
     return the_agent, f"{node_name}: sources {names}, spool {spool_path}, server {delivery.url}"
@@ -136,7 +194,12 @@ def register(app: typer.Typer) -> None:
         interval: float = typer.Option(None, help="Seconds between NVML polls (default 10)."),
         spool: Path = typer.Option(None, help="Spool file (default: <data dir>/agent-spool.db)."),
         source: list[str] = typer.Option(
-            ["nvml"], help="Sources: nvml, kmsg, replay (repeatable)."
+            None,
+            help="Sources: nvml, kmsg, dcgm, joblog, replay (repeatable; "
+            "default nvml + kmsg, + joblog when scontrol is on PATH).",
+        ),
+        dcgm_url: str = typer.Option(
+            None, help="dcgm-exporter metrics URL (default http://127.0.0.1:9400/metrics)."
         ),
         replay: Path = typer.Option(None, help="JSONL file for --source replay."),
         replay_speed: float = typer.Option(1.0, help="Replay pace (1 = recorded, 0 = max)."),
@@ -149,8 +212,9 @@ def register(app: typer.Typer) -> None:
             logging.getLogger(noisy).setLevel(logging.WARNING)
         settings = Settings()
         sources = {
-            "names": source,
+            "names": source or default_sources(),
             "interval": interval or settings.agent_interval_s,
+            "dcgm_url": dcgm_url,
             "replay": replay,
             "replay_speed": replay_speed,
             "fake_nvml": fake_nvml,
