@@ -17,6 +17,7 @@ from sqlalchemy import Select, Text, cast, func, or_, select
 from sqlalchemy.orm import Session
 
 from correlator.rules import classify_event
+from correlator.sql import among
 from correlator.taxonomy import Category, Verdict
 from timeline import tables as t
 from timeline.models import Event, EventKind, Severity
@@ -164,7 +165,7 @@ class GpuDirectory:
         """The GPUs of these nodes (all GPUs when None)."""
         stmt = select(t.gpus.c.uuid, t.gpus.c.node, t.gpus.c.index, t.gpus.c.pci_bus_id)
         if nodes is not None:
-            stmt = stmt.where(t.gpus.c.node.in_(sorted(set(nodes))))
+            stmt = stmt.where(among(session, t.gpus.c.node, nodes))
         rows = session.execute(stmt).all()
         return cls(GpuRef(r[0], r[1], r[2], normalize_pci_bus_id(r[3])) for r in rows)
 
@@ -206,9 +207,9 @@ class AllocationIndex:
             a.c.scheduler,
         ).where(a.c.start_ts <= until, or_(a.c.end_ts.is_(None), a.c.end_ts >= since))  # fmt: skip
         if nodes is not None:
-            wanted = a.c.node.in_(sorted(set(nodes)))
+            wanted = among(session, a.c.node, nodes)
             ids = sorted(set(job_ids))
-            stmt = stmt.where(or_(wanted, a.c.job_id.in_(ids)) if ids else wanted)
+            stmt = stmt.where(or_(wanted, among(session, a.c.job_id, ids)) if ids else wanted)
         rows = session.execute(stmt).all()
         # Jobs apart, not joined: the jobs key (scheduler, cluster, job_id) cannot serve a join
         # on (job_id, scheduler), and SQLite would scan jobs once per allocation row.
@@ -280,7 +281,8 @@ def load_jobs(session: Session, *, job_ids: Iterable[str]) -> dict[tuple[str, st
     j, ids, out = t.jobs, sorted(set(job_ids)), {}
     cols = (j.c.job_id, j.c.scheduler, j.c.user, j.c.account, j.c.state, j.c.start_ts, j.c.end_ts)
     for i in range(0, len(ids), 5000):
-        for r in session.execute(select(*cols).where(j.c.job_id.in_(ids[i : i + 5000]))).all():
+        chunk = ids[i : i + 5000]
+        for r in session.execute(select(*cols).where(among(session, j.c.job_id, chunk))).all():
             out[(r[0], r[1])] = JobRef(*r)
     return out
 
@@ -358,7 +360,7 @@ def candidate_events(
     group = (e.c.node, e.c.kind, e.c.code, e.c.gpu_uuid, e.c.pci_bus_id, e.c.message)
     stmt = (
         select(func.min(e.c.id), func.max(e.c.ts), func.sum(e.c.count))
-        .where(e.c.node.in_(node_list), e.c.ts >= since, e.c.ts <= until)
+        .where(among(session, e.c.node, node_list), e.c.ts >= since, e.c.ts <= until)
         .where(e.c.kind.notin_([k.value for k in NOT_A_CAUSE]))
         .group_by(*group)
         .limit(limit)
@@ -367,7 +369,7 @@ def candidate_events(
     if not groups:
         return []
     out = []
-    for row in session.execute(select_events().where(e.c.id.in_(list(groups)))).mappings():
+    for row in session.execute(select_events().where(among(session, e.c.id, groups))).mappings():
         ev = to_ev(row, gpus)
         ev.ts, ev.count = groups[ev.id]  # the newest line of the flood, and its size
         ev.verdict = cache.verdict(ev)

@@ -20,6 +20,7 @@ from correlator import service
 from correlator.attribution import JobRef, held_gpus
 from correlator.incidents import IncidentBook, fingerprint
 from correlator.models import AffectedJob, Incident, IncidentState
+from correlator.sql import among
 from timeline import tables as t
 from timeline.models import EventKind
 from timeline.settings import Settings
@@ -102,7 +103,7 @@ def _job_gpus(session: Session, now: float) -> tuple[dict[str, set[str]], dict[s
 def _profiles(session: Session, samples: dict[str, list[Any]], *, now: float) -> dict[str, Profile]:
     """Learned power profiles, updated with this window's samples and persisted."""
     stored = service.power_profiles(session, gpu_uuids=samples)
-    stmt = select(t.gpus.c.uuid, t.gpus.c.name).where(t.gpus.c.uuid.in_(list(samples)))
+    stmt = select(t.gpus.c.uuid, t.gpus.c.name).where(among(session, t.gpus.c.uuid, samples))
     names = {r[0]: r[1] for r in session.execute(stmt).all()}
     out, rows = {}, []
     for uuid, rows_ in samples.items():
@@ -122,7 +123,7 @@ def _samples(session: Session, uuids: set[str], since: float, until: float) -> d
     s = t.samples
     stmt = (
         select(s.c.gpu_uuid, s.c.ts, s.c.util_gpu, s.c.power_w, s.c.extra)
-        .where(s.c.gpu_uuid.in_(sorted(uuids)), s.c.ts >= since, s.c.ts <= until)
+        .where(among(session, s.c.gpu_uuid, uuids), s.c.ts >= since, s.c.ts <= until)
         .order_by(s.c.gpu_uuid, s.c.ts)
     )
     out: dict[str, list[Any]] = defaultdict(list)

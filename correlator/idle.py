@@ -10,6 +10,7 @@ from sqlalchemy.orm import Session
 from correlator import service
 from correlator.attribution import held_gpus
 from correlator.models import IdleFinding, IncidentState
+from correlator.sql import among
 from timeline import tables as t
 from timeline.settings import Settings
 
@@ -31,7 +32,8 @@ def _window_stats(
 ) -> dict[str, tuple[float, float, float | None, float | None]]:
     """uuid -> (first ts, last ts, newest busy ts or None, max util) of samples in the window."""
     s = t.samples
-    base = [s.c.gpu_uuid.in_(uuids), s.c.ts >= since, s.c.ts <= until, s.c.util_gpu.is_not(None)]
+    base = [among(session, s.c.gpu_uuid, uuids), s.c.ts >= since, s.c.ts <= until]
+    base.append(s.c.util_gpu.is_not(None))
     busy = dict(
         session.execute(
             select(s.c.gpu_uuid, func.max(s.c.ts))

@@ -10,6 +10,7 @@ from sqlalchemy.orm import Session
 from correlator.attribution import RUNNING_STATES
 from correlator.incidents import IncidentBook
 from correlator.models import Incident, IncidentState
+from correlator.sql import among
 from timeline import tables as t
 from timeline.settings import Settings
 
@@ -28,7 +29,7 @@ def _jobs_running_again(session: Session, job_ids: set[str]) -> dict[str, float]
     j = t.jobs
     ids = sorted(job_ids)
     stmt = select(j.c.job_id, j.c.requeue_of, j.c.start_ts, j.c.updated_ts).where(
-        or_(j.c.job_id.in_(ids), j.c.requeue_of.in_(ids)),
+        or_(among(session, j.c.job_id, ids), among(session, j.c.requeue_of, ids)),
         func.upper(j.c.state).in_(sorted(RUNNING_STATES)),
     )
     out: dict[str, float] = {}
@@ -49,7 +50,7 @@ def _gpus_busy_since(
     s = t.samples
     stmt = (
         select(s.c.gpu_uuid, func.max(s.c.ts))
-        .where(s.c.gpu_uuid.in_(uuids), s.c.ts > since, s.c.ts <= now)
+        .where(among(session, s.c.gpu_uuid, uuids), s.c.ts > since, s.c.ts <= now)
         .where(s.c.util_gpu >= busy_util)
         .group_by(s.c.gpu_uuid)
     )

@@ -10,6 +10,7 @@ from sqlalchemy.orm import Session
 
 from correlator import tables as ct
 from correlator.models import IdleFinding, IdleTotal, Incident, IncidentState
+from correlator.sql import among
 from timeline.errors import NotFound
 
 _INCIDENT_COLS = [c.name for c in ct.incidents.columns if c.name != "id"]
@@ -50,7 +51,7 @@ def _max_occurrences(session: Session, fingerprints: set[str]) -> dict[str, int]
     for i in range(0, len(fps), 5000):
         stmt = (
             select(tbl.c.fingerprint, func.max(tbl.c.occurrence))
-            .where(tbl.c.fingerprint.in_(fps[i : i + 5000]))
+            .where(among(session, tbl.c.fingerprint, fps[i : i + 5000]))
             .group_by(tbl.c.fingerprint)
         )
         out.update({fp: int(n) for fp, n in session.execute(stmt).all()})
@@ -210,7 +211,7 @@ def power_profiles(session: Session, *, gpu_uuids: Iterable[str]) -> dict[str, d
     if not uuids:
         return {}
     tbl = ct.gpu_power_profiles
-    stmt = select(tbl).where(tbl.c.gpu_uuid.in_(uuids))
+    stmt = select(tbl).where(among(session, tbl.c.gpu_uuid, uuids))
     return {r["gpu_uuid"]: dict(r) for r in session.execute(stmt).mappings()}
 
 
