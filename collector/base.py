@@ -7,7 +7,7 @@ from collections.abc import Callable, Sized
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from timeline.models import Allocation, Event, GpuInfo, Job, Node, Sample
+from timeline.models import Allocation, Event, GpuInfo, Job, JobPatch, Node, Sample
 
 
 @dataclass
@@ -20,6 +20,7 @@ class Observations:
     jobs: list[Job] = field(default_factory=list)
     allocations: list[Allocation] = field(default_factory=list)
     nodes: list[Node] = field(default_factory=list)
+    job_patches: list[JobPatch] = field(default_factory=list)
 
     def extend(self, other: Observations) -> None:
         """Append everything in `other` to this one."""
@@ -29,17 +30,25 @@ class Observations:
         self.jobs.extend(other.jobs)
         self.allocations.extend(other.allocations)
         self.nodes.extend(other.nodes)
+        self.job_patches.extend(other.job_patches)
 
     def is_empty(self) -> bool:
         """True when nothing was observed."""
         return not (
-            self.gpus or self.samples or self.events or self.jobs or self.allocations or self.nodes
+            self.gpus
+            or self.samples
+            or self.events
+            or self.jobs
+            or self.allocations
+            or self.nodes
+            or self.job_patches
         )
 
     def size(self) -> int:
         """Number of items of every kind together."""
         parts: tuple[Sized, ...] = (
             self.gpus, self.samples, self.events, self.jobs, self.allocations, self.nodes,
+            self.job_patches,
         )  # fmt: skip
         return sum(len(p) for p in parts)
 

@@ -155,6 +155,20 @@ class Job(BaseModel):
     payload: dict[str, Any] = Field(default_factory=dict)
 
 
+class JobPatch(BaseModel):
+    """Facts about a job learned outside its scheduler (W&B run, checkpoint dir).
+
+    Only the fields set here change; a patch for a job not stored yet changes nothing.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    job_id: str = Field(min_length=1, max_length=128)
+    scheduler: Scheduler | None = None  # None: whichever scheduler has this job id
+    wandb_run: str | None = Field(default=None, max_length=255)
+    checkpoint_dir: str | None = Field(default=None, max_length=1024)
+
+
 class Allocation(BaseModel):
     """A job held a GPU (or a whole node when gpu_index is None) from start_ts to end_ts."""
 
@@ -203,6 +217,7 @@ class Batch(BaseModel):
     jobs: list[Job] = Field(default_factory=list)
     allocations: list[Allocation] = Field(default_factory=list)
     nodes: list[Node] = Field(default_factory=list)
+    job_patches: list[JobPatch] = Field(default_factory=list)
 
 
 class AppendResult(BaseModel):

@@ -5,11 +5,12 @@ from __future__ import annotations
 import operator
 import time
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import Any, cast
 
 import orjson
-from sqlalchemy import Table, and_, func, or_, select
+from sqlalchemy import Table, and_, func, or_, select, update
 from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.engine import CursorResult
 from sqlalchemy.orm import Session
 
 from timeline import tables as t
@@ -21,6 +22,7 @@ from timeline.models import (
     Event,
     GpuInfo,
     Job,
+    JobPatch,
     Node,
     Sample,
 )
@@ -73,6 +75,7 @@ def append_batch(
     stored_events = append_events(session, events=batch.events, batch_id=batch.batch_id, now=now)
     upsert_jobs(session, jobs=batch.jobs, now=now)
     upsert_allocations(session, allocations=batch.allocations)
+    patch_jobs(session, patches=batch.job_patches)
     return AppendResult(
         batch_id=batch.batch_id,
         duplicate=False,
@@ -196,6 +199,21 @@ def upsert_jobs(session: Session, *, jobs: Iterable[Job], now: float) -> None:
                 index_elements=keys, set_={k: stmt.excluded[k] for k in row if k not in keys}
             )
         )
+
+
+def patch_jobs(session: Session, *, patches: Iterable[JobPatch]) -> int:
+    """Fill the fields a patch sets on jobs already stored; returns rows changed."""
+    changed = 0
+    for p in patches:
+        values = p.model_dump(exclude={"job_id", "scheduler"}, exclude_none=True)
+        if not values:
+            continue
+        stmt = update(t.jobs).where(t.jobs.c.job_id == p.job_id).values(**values)
+        if p.scheduler is not None:
+            stmt = stmt.where(t.jobs.c.scheduler == p.scheduler.value)
+        result = cast(CursorResult[Any], session.execute(stmt))
+        changed += result.rowcount or 0
+    return changed
 
 
 def upsert_allocations(session: Session, *, allocations: Iterable[Allocation]) -> None:

@@ -44,6 +44,7 @@ def store_observations(factory: sessionmaker[Session], *, obs: Observations, nam
         jobs=obs.jobs,
         allocations=obs.allocations,
         nodes=obs.nodes,
+        job_patches=obs.job_patches,
     )
     with unit_of_work(factory) as session:
         service.append_batch(session, batch=batch)

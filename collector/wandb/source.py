@@ -20,7 +20,7 @@ from typing import Any
 from collector.base import Observations
 from collector.health import SourceHealth
 from collector.wandb.runfile import RunFile, RunStatus, read_new_records
-from timeline.models import Event, EventKind, Severity
+from timeline.models import Event, EventKind, JobPatch, Severity
 
 SOURCE = "wandb"
 RUNNING_JOB_STATES = frozenset({"RUNNING", "Running"})
@@ -181,6 +181,9 @@ class WandbSource:
                 self.health.error("run_file_unreadable", exc)
         if self.api is not None:
             obs.events.extend(self._collect_api(now))
+        # Each run's path is stored on its job, so the job page and the healer can find it.
+        links = {(e.job_id, e.payload["wandb_run"]) for e in obs.events if e.job_id}
+        obs.job_patches = [JobPatch(job_id=j, wandb_run=run) for j, run in sorted(links)]
         return obs
 
     def _collect_api(self, now: float) -> list[Event]:

@@ -18,7 +18,7 @@ from sqlalchemy.orm import Session
 from collector.wandb import RunStatus, WandbSource, build_wandb_source
 from collector.wandb.source import ProgressTracker
 from timeline import service
-from timeline.models import Batch, EventKind
+from timeline.models import Batch, EventKind, Job, Scheduler
 from timeline.settings import Settings
 
 MAKE_RUN = Path(__file__).resolve().parents[1] / "fixtures" / "wandb" / "make_run.py"
@@ -248,3 +248,17 @@ def test_progress_is_stored_once_across_source_restarts(session: Session) -> Non
         session.commit()
     (stored,) = service.events_in_window(session, kind="progress")
     assert (stored["job_id"], stored["source"]) == ("4242", "wandb")
+
+
+def test_each_run_is_linked_on_its_job_through_a_patch(runs_root: Path, session: Session) -> None:
+    source = WandbSource([runs_root], stall_after_s=30 * MIN)
+    obs = source.collect()
+    patches = {p.job_id: p.wandb_run for p in obs.job_patches}
+    assert patches["4242"] is not None and patches["4242"].startswith("/")
+    job = Job(scheduler=Scheduler.SLURM, job_id="4242", state="COMPLETED", user="alice")
+    service.upsert_jobs(session, jobs=[job], now=1.0)
+    service.patch_jobs(session, patches=obs.job_patches)
+    session.commit()
+    stored = service.get_job(session, job_id="4242")
+    assert stored is not None
+    assert stored["wandb_run"] == patches["4242"] and stored["user"] == "alice"  # nothing else lost

@@ -7,7 +7,17 @@ from sqlalchemy.orm import Session
 
 from timeline import service
 from timeline.errors import BatchTooLarge
-from timeline.models import Allocation, Batch, Event, EventKind, GpuInfo, Job, Sample, Scheduler
+from timeline.models import (
+    Allocation,
+    Batch,
+    Event,
+    EventKind,
+    GpuInfo,
+    Job,
+    JobPatch,
+    Sample,
+    Scheduler,
+)
 
 
 def _batch(batch_id: str = "batch-0001", n: int = 3) -> Batch:
@@ -95,3 +105,22 @@ def test_events_in_window_filters_by_time_node_and_kind(session: Session) -> Non
     assert len(service.events_in_window(session, since=101.0, until=101.2)) == 1
     assert [e["code"] for e in service.events_in_window(session, kind="xid")] == [79]
     assert service.events_in_window(session, node="other") == []
+
+
+def test_job_patch_fills_only_its_fields_and_ignores_unknown_jobs(session: Session) -> None:
+    job = Job(scheduler=Scheduler.SLURM, job_id="7", user="bob", state="RUNNING", nodes=["n1"])
+    service.upsert_jobs(session, jobs=[job], now=1.0)
+    patches = [
+        JobPatch(job_id="7", checkpoint_dir="/ckpt/run7"),
+        JobPatch(job_id="8", wandb_run="team/proj/abc"),  # not stored: changes nothing
+    ]
+    assert service.patch_jobs(session, patches=patches) == 1
+    session.commit()
+    stored = service.get_job(session, job_id="7")
+    assert stored is not None
+    assert (stored["checkpoint_dir"], stored["user"], stored["state"]) == (
+        "/ckpt/run7",
+        "bob",
+        "RUNNING",
+    )
+    assert service.get_job(session, job_id="8") is None
