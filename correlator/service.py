@@ -130,11 +130,15 @@ def list_incidents(
     category: str | None = None,
     node: str | None = None,
     job_id: str | None = None,
+    updated_since: float | None = None,
     limit: int = 200,
 ) -> list[Incident]:
-    """Incidents, most recently seen first, optionally filtered."""
+    """Incidents, most recently seen first, optionally filtered (updated_since: wall clock of
+    the last write, for consumers such as the healer that poll for changes)."""
     tbl = ct.incidents
     stmt = select(tbl).order_by(tbl.c.last_seen_ts.desc(), tbl.c.id.desc()).limit(limit)
+    if updated_since is not None:
+        stmt = stmt.where(tbl.c.updated_ts > updated_since)
     if state is not None:
         stmt = stmt.where(tbl.c.state == state)
     if category is not None:

@@ -275,3 +275,26 @@ def test_user_fault_xid_repeating_for_one_user_stays_the_users(
     with session_factory() as s:
         cats = {i.category for i in incidents.list_incidents(s)}
     assert cats == {"user_code"}
+
+
+def test_kubernetes_pod_oomkilled_without_other_evidence_is_a_host_oom_of_the_job(
+    session_factory: sessionmaker[Session],
+) -> None:
+    fleet = Fleet(session_factory)
+    fleet.nodes(["n1"])
+    fleet.job("ml/trainer-0", ["n1"], start=1000.0, gpus=[0], user="kim", account="ml")
+    # The shape collector/kubernetes writes for a terminated container.
+    pod = Event(
+        ts=2000.0, node="n1", source="kubernetes", kind=EventKind.JOB_STATE, job_id="ml/trainer-0",
+        code=137, severity=Severity.ERROR,
+        message="pod ml/trainer-0 Running -> Failed (OOMKilled, exit 137, container main)",
+        payload={"from": "Running", "to": "Failed", "reason": None,
+                 "termination": {"reason": "OOMKilled", "exit_code": 137}},
+    )  # fmt: skip
+    fleet.events(pod)
+    fleet.correlate(now=2001.0)
+    with session_factory() as s:
+        (inc,) = incidents.list_incidents(s, state="open")
+        assert incidents.list_incidents(s, updated_since=inc.updated_ts) == []
+    assert (inc.category, inc.blame, inc.job_id) == ("oom_host", "job", "ml/trainer-0")
+    assert inc.explanation.startswith("Job ml/trainer-0 (user kim)")
