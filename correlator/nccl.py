@@ -43,12 +43,15 @@ def _rank(ev: Ev) -> int | None:
 
 
 def _progress(ev: Ev) -> int | None:
-    """The rank's last completed collective: explicit when the log says so, else the SeqNum."""
-    for key in ("last_completed_seq", "last_completed", "seq_num"):
-        value = _int(ev.payload.get(key))
-        if value is not None:
-            return value
-    return None
+    """The last collective this rank completed: PyTorch says so on its "last completed NCCL
+    work" line; a watchdog line names the SeqNum that did NOT complete, so one less."""
+    done = _int(ev.payload.get("last_completed"))
+    if done is None:
+        done = _int(ev.payload.get("last_completed_seq"))
+    if done is not None:
+        return done
+    seq = _int(ev.payload.get("seq_num"))
+    return None if seq is None else seq - 1
 
 
 def _seq_lag(timeouts: list[Ev]) -> Culprit | None:
@@ -74,8 +77,8 @@ def _seq_lag(timeouts: list[Ev]) -> Culprit | None:
         rank=rank,
         confidence=0.7,
         summary=(
-            f"rank {rank} on {node} is behind: its last collective is SeqNum {low} while "
-            f"other ranks reached {high}"
+            f"rank {rank} on {node} is behind: it last completed collective {low} while "
+            f"the other ranks completed {high}"
         ),
         facts={"lagging_ranks": sorted(laggards), "seq_low": low, "seq_high": high},
     )
@@ -163,7 +166,7 @@ def find_culprit(
         if found is not None:
             return found
     ranks = sorted({r for r in map(_rank, timeouts) if r is not None})
-    seqs = sorted({s for s in map(_progress, timeouts) if s is not None})
+    seqs = sorted({s for e in timeouts if (s := _int(e.payload.get("seq_num"))) is not None})
     ops = sorted({str(e.payload.get("op_type")) for e in timeouts if e.payload.get("op_type")})
     known = f"{len(timeouts)} NCCL timeouts on {len(nodes)} hosts"
     if ranks:

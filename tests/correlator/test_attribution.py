@@ -130,7 +130,7 @@ def test_rank_whose_seqnum_lags_names_its_host(session_factory: sessionmaker[Ses
     assert (inc.category, inc.culprit_node) == ("nccl_timeout_unknown", "gpu-node-02")
     assert inc.details["culprit"]["method"] == "seq_lag"
     assert inc.details["culprit"]["rank"] == 16
-    assert "SeqNum 1579" in inc.explanation
+    assert "last completed collective 1578" in inc.explanation
 
 
 def test_first_rank_to_fail_is_the_cause_and_later_timeouts_its_symptoms(
