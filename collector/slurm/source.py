@@ -241,7 +241,8 @@ class SlurmSource:
             return None, None, None
         # With -D there is one job line per run, oldest first, like the JSON records.
         row = psv[-1] if psv else None
-        step_sig = next((s.signal for s in steps if s.signal and s.end_ts == cur.end_ts), None)
+        run = [s for s in steps if cur.start_ts is None or (s.start_ts or 0) >= cur.start_ts]
+        step_sig = next((s.signal for s in run if s.signal), None)
         signal = (row.signal if row and row.signal else None) or cur.step_signal or step_sig
         if row is not None and row.exit_code is not None:
             return row.exit_code, signal, row.origin

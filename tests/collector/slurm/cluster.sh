@@ -39,6 +39,12 @@ install_if_missing() {
     command -v "$b" >/dev/null 2>&1 || [ -x "/usr/sbin/$b" ] || missing=1
   done
   [ "$missing" = 0 ] && return 0
+  if [ -z "${FLEETMEDIC_SLURM_INSTALL_LOCKED:-}" ] && command -v flock >/dev/null 2>&1; then
+    # Two test runs at once must not race dpkg: the second waits, then finds it installed.
+    FLEETMEDIC_SLURM_INSTALL_LOCKED=1 flock "${TMPDIR:-/tmp}/fleetmedic-slurm-install.lock" \
+      bash "$0" install "$R" || die "install failed"
+    return 0
+  fi
   command -v apt-get >/dev/null 2>&1 || die "Slurm is not installed and apt-get is not available"
   echo "cluster.sh: installing slurm-wlm slurmdbd munge mariadb-server (apt-get)" >&2
   # policy-rc.d (when present) keeps postinst from starting system daemons.
@@ -52,15 +58,43 @@ install_if_missing() {
 
 port_free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 
+# Port blocks are reserved atomically (noclobber) in a shared folder, so two clusters starting at
+# once (two test runs) never take the same block; a reservation whose cluster dir is gone is stale.
+RESERVE_DIR="${TMPDIR:-/tmp}/fleetmedic-slurm-ports"
+
+reserve() {
+  local f="$RESERVE_DIR/$1" owner
+  mkdir -p "$RESERVE_DIR"
+  if (set -o noclobber; echo "$R" >"$f") 2>/dev/null; then return 0; fi
+  owner="$(cat "$f" 2>/dev/null)"
+  [ "$owner" = "$R" ] && return 0
+  if [ -n "$owner" ] && [ ! -d "$owner" ]; then
+    rm -f "$f"
+    (set -o noclobber; echo "$R" >"$f") 2>/dev/null && return 0
+  fi
+  return 1
+}
+
+release() {
+  local f
+  for f in "$RESERVE_DIR"/*; do
+    [ -f "$f" ] && [ "$(cat "$f" 2>/dev/null)" = "$R" ] && rm -f "$f"
+  done
+  rmdir "$RESERVE_DIR" 2>/dev/null
+  return 0
+}
+
 pick_base() {
   local base p ok
-  for base in 26800 27800 28800 29800 31800 33800; do
+  for base in 26800 27800 28800 29800 31800 33800 35800 37800; do
+    reserve "$base" || continue
     ok=1
     for p in $((base + 6)) $((base + 7)) $((base + 8)) $((base + 9)) \
       $((base + 11)) $((base + 12)) $((base + 13)); do
       port_free "$p" || { ok=0; break; }
     done
     [ "$ok" = 1 ] && { echo "$base"; return 0; }
+    rm -f "$RESERVE_DIR/$base"
   done
   die "no free port block found"
 }
@@ -219,6 +253,7 @@ do_stop() {
   kill_pidfile "$R/run/mysqld.pid"
   kill_pidfile "$R/run/munged.pid"
   kill_our_leftovers
+  release
   rm -rf "$R"
 }
 
@@ -229,16 +264,17 @@ do_status() {
 
 do_start() {
   need_root
-  mkdir -p "$(dirname "$R")"
+  mkdir -p "$R"  # install_if_missing logs next to it
   install_if_missing
   if do_status; then
     echo "export SLURM_CONF=$SLURM_CONF"
     return 0
   fi
   do_stop  # a half-started or dead cluster: start over from scratch
+  mkdir -p "$R"  # before the port reservation: a reservation whose dir is missing is stale
   STARTING=1
   local base host
-  base="$(pick_base)"
+  base="$(pick_base)" || exit 1
   host="$(hostname -s)"
   write_configs "$base" "$host"
   start_daemons "$base"
@@ -248,6 +284,7 @@ do_start() {
 
 case "$CMD" in
   start) do_start ;;
+  install) need_root; install_if_missing ;;
   stop) do_stop ;;
   status) do_status ;;
   env) echo "export SLURM_CONF=$SLURM_CONF" ;;
