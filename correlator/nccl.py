@@ -84,17 +84,22 @@ def _seq_lag(timeouts: list[Ev]) -> Culprit | None:
     )
 
 
-def _first_failure(failures: list[Ev], margin_s: float) -> Culprit | None:
-    firsts: dict[str, Ev] = {}
-    for ev in sorted(failures, key=lambda e: (e.ts, e.id)):
-        if ev.node and ev.node not in firsts:
-            firsts[ev.node] = ev
-    ordered = sorted(firsts.values(), key=lambda e: e.ts)
-    if len(ordered) < 2 or ordered[1].ts - ordered[0].ts < margin_s:
+def _first_failure(failures: list[Ev], timeouts: list[Ev], margin_s: float) -> Culprit | None:
+    """A rank that failed on its own (CUDA error, NCCL error) clearly before anything else.
+
+    Watchdog timeouts are not candidates: the first rank to time out is the one that waited
+    longest, usually a victim; they only bound when the others noticed.
+    """
+    own = [e for e in failures if e.kind is not EventKind.NCCL_TIMEOUT and e.node]
+    if not own:
         return None
-    first = ordered[0]
-    lead = ordered[1].ts - first.ts
+    first = min(own, key=lambda e: (e.ts, e.id))
+    later = [e.ts for e in own if e.node != first.node] + [e.ts for e in timeouts]
+    lead = min(later) - first.ts if later else float("inf")
+    if lead < margin_s:
+        return None
     v = first.verdict
+    shown = "before anything else was reported" if not later else f"{lead:.0f} s before the rest"
     return Culprit(
         method="first_failure",
         node=first.node,
@@ -102,8 +107,8 @@ def _first_failure(failures: list[Ev], margin_s: float) -> Culprit | None:
         # A first failure that is a root cause on its own (a CUDA error) is the incident.
         cause=first if v is not None and v.root_cause and v.category is not None else None,
         confidence=0.5,
-        summary=f"{first.node} failed first, {lead:.0f} s before any other host ({first.kind})",
-        facts={"first_event_id": first.id, "lead_s": round(lead, 3)},
+        summary=f"{first.node} failed first ({first.kind.value}), {shown}",
+        facts={"first_event_id": first.id, "lead_s": round(lead, 3) if later else None},
     )
 
 
@@ -160,7 +165,7 @@ def find_culprit(
     nodes = index.nodes_of.get(job.job_id, set()) | {e.node for e in timeouts if e.node}
     for found in (
         _seq_lag(timeouts),
-        _first_failure(failures, first_fail_margin_s),
+        _first_failure(failures, timeouts, first_fail_margin_s),
         _child_failed(child_failed, nodes),
     ):
         if found is not None:

@@ -298,3 +298,17 @@ def test_kubernetes_pod_oomkilled_without_other_evidence_is_a_host_oom_of_the_jo
         assert incidents.list_incidents(s, updated_since=inc.updated_ts) == []
     assert (inc.category, inc.blame, inc.job_id) == ("oom_host", "job", "ml/trainer-0")
     assert inc.explanation.startswith("Job ml/trainer-0 (user kim)")
+
+
+def test_the_first_rank_to_time_out_is_a_victim_not_named_culprit(
+    session_factory: sessionmaker[Session],
+) -> None:
+    fleet = Fleet(session_factory)
+    fleet.nodes(NODES[:3])
+    fleet.job("90", NODES[:3], start=1000.0)
+    for i, node in enumerate(NODES[:3]):  # same SeqNum, watchdogs firing 30 s apart
+        fleet.events(*_timeouts("90", [node], ts=2600.0 + 30 * i))
+    fleet.correlate(now=2700.0)
+    with session_factory() as s:
+        (inc,) = incidents.list_incidents(s, state="open")
+    assert inc.culprit_node is None and inc.details["culprit"]["method"] == "unknown"
