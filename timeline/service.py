@@ -25,6 +25,7 @@ from timeline.models import (
     JobPatch,
     Node,
     Sample,
+    Scheduler,
 )
 from timeline.pci import normalize_pci_bus_id
 
@@ -190,6 +191,7 @@ def _touch_node(session: Session, *, name: str, now: float) -> None:
 
 def upsert_jobs(session: Session, *, jobs: Iterable[Job], now: float) -> None:
     """Insert jobs or refresh them with the newest observation."""
+    a, other = t.allocations, t.allocations.alias("other")
     for j in jobs:
         row = j.model_dump(mode="json") | {"updated_ts": now}
         stmt = _insert(session, t.jobs).values(**row)
@@ -198,6 +200,26 @@ def upsert_jobs(session: Session, *, jobs: Iterable[Job], now: float) -> None:
             stmt.on_conflict_do_update(
                 index_elements=keys, set_={k: stmt.excluded[k] for k in row if k not in keys}
             )
+        )
+        uid = j.payload.get("uid") if j.scheduler is Scheduler.KUBERNETES else None
+        if not isinstance(uid, str) or uid == j.job_id:
+            continue
+        # A node agent knows a pod only by its UID (cgroup path); what it stored before the
+        # pod was seen joins the pod now. A row already under the pod's id for that GPU wins.
+        taken = (
+            select(other.c.id)
+            .where(
+                other.c.scheduler == a.c.scheduler,
+                other.c.job_id == j.job_id,
+                other.c.node == a.c.node,
+                other.c.gpu_index == a.c.gpu_index,
+            )
+            .exists()
+        )
+        session.execute(
+            update(a)
+            .where(a.c.scheduler == j.scheduler.value, a.c.job_id == uid, ~taken)
+            .values(job_id=j.job_id)
         )
 
 
@@ -217,9 +239,18 @@ def patch_jobs(session: Session, *, patches: Iterable[JobPatch]) -> int:
 
 
 def upsert_allocations(session: Session, *, allocations: Iterable[Allocation]) -> None:
-    """Record that jobs hold GPUs; a repeat observation keeps the first start, takes a new end."""
+    """Record that jobs hold GPUs; a repeat observation keeps the first start, takes a new end.
+
+    A pod named by its UID (as a node agent knows it) is stored under the pod's job id when
+    that pod is known; otherwise under the UID until the pod arrives (see upsert_jobs).
+    """
+    allocations = list(allocations)
+    uids = {a.job_id for a in allocations if a.scheduler is Scheduler.KUBERNETES}
+    aliases = resolve_job_alias(session, scheduler=Scheduler.KUBERNETES, job_ids=uids)
     for a in allocations:
         row = a.model_dump(mode="json")
+        if a.scheduler is Scheduler.KUBERNETES:
+            row["job_id"] = aliases.get(a.job_id, a.job_id)
         if row["gpu_index"] is None:
             row["gpu_index"] = -1
         stmt = _insert(session, t.allocations).values(**row)
@@ -236,6 +267,20 @@ def upsert_allocations(session: Session, *, allocations: Iterable[Allocation]) -
                 },
             )
         )
+
+
+def resolve_job_alias(
+    session: Session, *, scheduler: Scheduler, job_ids: Iterable[str]
+) -> dict[str, str]:
+    """The stored job id of each alias a node knows a job by (pod UID -> namespace/name)."""
+    wanted = sorted({j for j in job_ids if "/" not in j})  # namespace/name is already the id
+    if not wanted:
+        return {}
+    uid = t.jobs.c.payload["uid"].as_string()
+    stmt = select(uid.label("alias"), t.jobs.c.job_id).where(
+        t.jobs.c.scheduler == scheduler.value, uid.in_(wanted)
+    )
+    return {r.alias: r.job_id for r in session.execute(stmt)}
 
 
 def latest_gpu_samples(session: Session, *, node: str | None = None) -> list[dict[str, Any]]:
