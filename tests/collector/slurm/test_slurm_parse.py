@@ -205,3 +205,18 @@ def test_idle_nodes_have_no_reason() -> None:
 def test_node_reason_without_user_suffix_is_kept_whole() -> None:
     assert split_node_reason("Not responding") == ("Not responding", None, None)
     assert split_node_reason("a=b [slurm@2026-11-22T12:00:00]")[:2] == ("a=b", "slurm")
+
+
+def test_down_node_and_not_responding_node_states() -> None:
+    (down,) = parse_scontrol_nodes(read("scontrol_show_node_down.txt"))[0]
+    assert (down.state, down.base_state, down.reason, down.reason_user) == (
+        "DOWN",
+        "DOWN",
+        "fleetmedic test: down",
+        "root",
+    )
+    nodes = {
+        n.name: n for n in parse_scontrol_nodes(read("scontrol_show_node_not_responding.txt"))[0]
+    }
+    assert (nodes["node3"].base_state, nodes["node3"].flags) == ("IDLE", ["NOT_RESPONDING"])
+    assert nodes["node1"].flags == []

@@ -397,3 +397,28 @@ def test_recorded_scenario_while_running_then_ended() -> None:
     }
     (resumed,) = [e for e in ended.events if e.kind == EventKind.NODE_STATE]
     assert resumed.severity == Severity.INFO and resumed.payload["condition"] == []
+
+
+def test_down_and_not_responding_nodes_are_unschedulable_with_warning_events() -> None:
+    runner = recorded(node="scontrol_show_node_not_responding.txt")
+    src, clock = make(runner)
+    obs = src.collect()
+    assert {n.name: n.unschedulable for n in obs.nodes} == {
+        "node1": False,
+        "node2": False,
+        "node3": True,
+    }
+    (nr,) = [e for e in obs.events if e.kind == EventKind.NODE_STATE]
+    assert (nr.node, nr.severity, nr.payload["condition"]) == (
+        "node3",
+        Severity.WARNING,
+        ["NOT_RESPONDING"],
+    )
+    runner.replies["scontrol show node"] = read("scontrol_show_node_down.txt")
+    clock.t += 30
+    (down,) = [e for e in src.collect().events if e.kind == EventKind.NODE_STATE]
+    assert (down.node, down.payload["condition"], down.payload["reason"]) == (
+        "node1",
+        ["DOWN"],
+        "fleetmedic test: down",
+    )
