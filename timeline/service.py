@@ -191,7 +191,6 @@ def _touch_node(session: Session, *, name: str, now: float) -> None:
 
 def upsert_jobs(session: Session, *, jobs: Iterable[Job], now: float) -> None:
     """Insert jobs or refresh them with the newest observation."""
-    a, other = t.allocations, t.allocations.alias("other")
     for j in jobs:
         row = j.model_dump(mode="json") | {"updated_ts": now}
         stmt = _insert(session, t.jobs).values(**row)
@@ -201,26 +200,44 @@ def upsert_jobs(session: Session, *, jobs: Iterable[Job], now: float) -> None:
                 index_elements=keys, set_={k: stmt.excluded[k] for k in row if k not in keys}
             )
         )
-        uid = j.payload.get("uid") if j.scheduler is Scheduler.KUBERNETES else None
-        if not isinstance(uid, str) or uid == j.job_id:
-            continue
-        # A node agent knows a pod only by its UID (cgroup path); what it stored before the
-        # pod was seen joins the pod now. A row already under the pod's id for that GPU wins.
-        taken = (
-            select(other.c.id)
-            .where(
-                other.c.scheduler == a.c.scheduler,
-                other.c.job_id == j.job_id,
-                other.c.node == a.c.node,
-                other.c.gpu_index == a.c.gpu_index,
-            )
-            .exists()
+        _adopt_pod_uid_allocations(session, job=j)
+        if j.end_ts is not None:
+            _close_allocations(session, job=j)
+
+
+def _adopt_pod_uid_allocations(session: Session, *, job: Job) -> None:
+    uid = job.payload.get("uid") if job.scheduler is Scheduler.KUBERNETES else None
+    if not isinstance(uid, str) or uid == job.job_id:
+        return
+    # A node agent knows a pod only by its UID (cgroup path); what it stored before the
+    # pod was seen joins the pod now. A row already under the pod's id for that GPU wins.
+    a, other = t.allocations, t.allocations.alias("other")
+    taken = (
+        select(other.c.id)
+        .where(
+            other.c.scheduler == a.c.scheduler,
+            other.c.job_id == job.job_id,
+            other.c.node == a.c.node,
+            other.c.gpu_index == a.c.gpu_index,
         )
-        session.execute(
-            update(a)
-            .where(a.c.scheduler == j.scheduler.value, a.c.job_id == uid, ~taken)
-            .values(job_id=j.job_id)
-        )
+        .exists()
+    )
+    session.execute(
+        update(a)
+        .where(a.c.scheduler == job.scheduler.value, a.c.job_id == uid, ~taken)
+        .values(job_id=job.job_id)
+    )
+
+
+def _close_allocations(session: Session, *, job: Job) -> None:
+    # A job that ended while nobody watched (server down, GPU indices gone from the scheduler)
+    # must not hold its GPUs forever: its end closes every allocation still open.
+    a = t.allocations
+    session.execute(
+        update(a)
+        .where(a.c.scheduler == job.scheduler.value, a.c.job_id == job.job_id, a.c.end_ts.is_(None))
+        .values(end_ts=job.end_ts)
+    )
 
 
 def patch_jobs(session: Session, *, patches: Iterable[JobPatch]) -> int:

@@ -124,3 +124,16 @@ def test_job_patch_fills_only_its_fields_and_ignores_unknown_jobs(session: Sessi
         "RUNNING",
     )
     assert service.get_job(session, job_id="8") is None
+
+
+def test_a_job_stored_with_an_end_closes_its_open_allocations(session: Session) -> None:
+    alloc = Allocation(scheduler=Scheduler.SLURM, job_id="9", node="n1", gpu_index=0, start_ts=100)
+    running = Job(scheduler=Scheduler.SLURM, job_id="9", state="RUNNING", nodes=["n1"])
+    batch = Batch(agent="s", node="s", batch_id="batch-run-9", jobs=[running], allocations=[alloc])
+    service.append_batch(session, batch=batch)
+    assert len(service.jobs_holding_gpu(session, node="n1", gpu_index=0, at=10_000)) == 1
+    ended = running.model_copy(update={"state": "COMPLETED", "end_ts": 500.0})
+    service.upsert_jobs(session, jobs=[ended], now=600.0)
+    session.commit()
+    assert service.jobs_holding_gpu(session, node="n1", gpu_index=0, at=10_000) == []
+    assert len(service.jobs_holding_gpu(session, node="n1", gpu_index=0, at=400)) == 1
