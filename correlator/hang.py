@@ -9,9 +9,7 @@ relative to each GPU's own observed idle power and its power limit, not absolute
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
@@ -25,8 +23,7 @@ from timeline import tables as t
 from timeline.models import EventKind
 from timeline.settings import Settings
 
-# Board power limits by model name (NVIDIA datasheets), most specific first; the GPU's own
-# reported limit (Sample.extra["power_limit_w"]) wins over these.
+# Board power limits by model name (NVIDIA datasheets), most specific first.
 _MODEL_LIMITS_W = (
     ("H100 PCIE", 350.0),
     ("H100 NVL", 400.0),
@@ -43,7 +40,6 @@ _MODEL_LIMITS_W = (
     ("L4", 72.0),
     ("A10G", 300.0),
 )
-_LIMIT_KEYS = ("power_limit_w", "enforced_power_limit_w")
 
 
 def model_power_limit(name: str | None) -> float | None:
@@ -71,23 +67,24 @@ class Profile:
         return self.idle_w + fraction * max(limit - self.idle_w, 0.0)
 
 
-def spin_streak(
-    samples: Sequence[tuple[float, float | None, float | None]],
-    *,
-    ceiling: float,
-    util_min: float,
-    max_gap_s: float,
-) -> tuple[float, float] | None:
-    """(start, end) of the trailing run of spin samples (ts, util, power), or None."""
-    start = end = None
-    for ts, util, power in reversed(samples):
-        spinning = util is not None and power is not None
-        spinning = spinning and util >= util_min and power <= ceiling  # type: ignore[operator]
-        if not spinning or (start is not None and start - ts > max_gap_s):
-            break
-        end = ts if end is None else end
-        start = ts
-    return (start, end) if start is not None and end is not None else None
+@dataclass
+class Window:
+    """One GPU's telemetry over the last hang_min_duration_s, aggregated in SQL."""
+
+    first_ts: float
+    last_ts: float
+    min_util: float | None  # None when any sample lacks utilization
+    min_power: float | None
+    max_power: float | None  # None when any sample lacks power
+
+    def spinning(
+        self, *, ceiling: float, util_min: float, now: float, need_s: float, gap_s: float
+    ) -> bool:
+        """Every sample of the window busy at spin power, covering the window, and fresh."""
+        if self.min_util is None or self.max_power is None:
+            return False
+        covered = self.first_ts <= now - need_s + gap_s and now - self.last_ts <= gap_s
+        return covered and self.min_util >= util_min and self.max_power <= ceiling
 
 
 def _job_gpus(session: Session, now: float) -> tuple[dict[str, set[str]], dict[str, JobRef]]:
@@ -100,36 +97,41 @@ def _job_gpus(session: Session, now: float) -> tuple[dict[str, set[str]], dict[s
     return gpus, jobs
 
 
-def _profiles(session: Session, samples: dict[str, list[Any]], *, now: float) -> dict[str, Profile]:
-    """Learned power profiles, updated with this window's samples and persisted."""
-    stored = service.power_profiles(session, gpu_uuids=samples)
-    stmt = select(t.gpus.c.uuid, t.gpus.c.name).where(among(session, t.gpus.c.uuid, samples))
+def _profiles(session: Session, windows: dict[str, Window], *, now: float) -> dict[str, Profile]:
+    """Learned power profiles, widened by this window's min/max power, and persisted."""
+    stored = service.power_profiles(session, gpu_uuids=windows)
+    stmt = select(t.gpus.c.uuid, t.gpus.c.name).where(among(session, t.gpus.c.uuid, windows))
     names = {r[0]: r[1] for r in session.execute(stmt).all()}
     out, rows = {}, []
-    for uuid, rows_ in samples.items():
-        powers = [r[2] for r in rows_ if r[2] is not None]
-        limits = [r[3] for r in rows_ if r[3]]
+    for uuid, w in windows.items():
         old = stored.get(uuid, {})
-        idle = min([*powers, *([old["idle_w"]] if old.get("idle_w") else [])], default=None)
-        peak = max([*powers, *([old["max_w"]] if old.get("max_w") else [])], default=None)
-        limit = limits[-1] if limits else old.get("limit_w") or model_power_limit(names.get(uuid))
+        idle = min((v for v in (w.min_power, old.get("idle_w")) if v is not None), default=None)
+        peak = max((v for v in (w.max_power, old.get("max_w")) if v is not None), default=None)
+        limit = old.get("limit_w") or model_power_limit(names.get(uuid))
         out[uuid] = Profile(idle, peak, limit)
         rows.append({"gpu_uuid": uuid, "idle_w": idle, "max_w": peak, "limit_w": limit})
     service.save_power_profiles(session, profiles=rows, known=set(stored), now=now)
     return out
 
 
-def _samples(session: Session, uuids: set[str], since: float, until: float) -> dict[str, list[Any]]:
+def _windows(session: Session, uuids: set[str], since: float, until: float) -> dict[str, Window]:
+    """Per GPU: first/last sample time, lowest utilization, lowest/highest power in the window."""
+    if not uuids:
+        return {}
     s = t.samples
     stmt = (
-        select(s.c.gpu_uuid, s.c.ts, s.c.util_gpu, s.c.power_w, s.c.extra)
+        select(
+            s.c.gpu_uuid, func.min(s.c.ts), func.max(s.c.ts), func.min(s.c.util_gpu),
+            func.min(s.c.power_w), func.max(s.c.power_w), func.count(),
+            func.count(s.c.util_gpu), func.count(s.c.power_w),
+        )
         .where(among(session, s.c.gpu_uuid, uuids), s.c.ts >= since, s.c.ts <= until)
-        .order_by(s.c.gpu_uuid, s.c.ts)
-    )
-    out: dict[str, list[Any]] = defaultdict(list)
-    for uuid, ts, util, power, extra in session.execute(stmt).all():
-        limit = next((extra[k] for k in _LIMIT_KEYS if extra and extra.get(k)), None)
-        out[uuid].append((ts, util, power, limit))
+        .group_by(s.c.gpu_uuid)
+    )  # fmt: skip
+    out = {}
+    for uuid, lo, hi, util, pmin, pmax, count, n_util, n_power in session.execute(stmt).all():
+        full_util, full_power = n_util == count, n_power == count
+        out[uuid] = Window(lo, hi, util if full_util else None, pmin, pmax if full_power else None)
     return out
 
 
@@ -156,29 +158,25 @@ def _corroboration(session: Session, job_id: str, start: float, end: float) -> l
 def detect(session: Session, *, book: IncidentBook, settings: Settings, now: float) -> int:
     """Open or refresh "collective hang suspected" incidents; resolve those that cleared."""
     gpus, jobs = _job_gpus(session, now)
-    window = settings.hang_min_duration_s + settings.hang_interval_s + 60.0
+    need, gap = settings.hang_min_duration_s, settings.hang_max_sample_gap_s
     uuids = set().union(*gpus.values()) if gpus else set()
-    samples = _samples(session, uuids, now - window, now)
-    profiles = _profiles(session, samples, now=now)
+    windows = _windows(session, uuids, now - need, now)
+    profiles = _profiles(session, windows, now=now)
     hanging: dict[str, tuple[float, float, int]] = {}
-    for job_id, uuids in gpus.items():
-        streaks = []
-        for uuid in uuids & set(samples):
+    for job_id, held in gpus.items():
+        seen = [u for u in held if u in windows]
+        spinning = 0
+        for uuid in seen:
             ceiling = profiles[uuid].spin_ceiling(
                 fraction=settings.hang_power_fraction,
                 default_limit_w=settings.hang_default_power_limit_w,
             )
-            rows = [(r[0], r[1], r[2]) for r in samples[uuid]]
-            streak = None if ceiling is None else spin_streak(
-                rows, ceiling=ceiling, util_min=settings.hang_util_min,
-                max_gap_s=settings.hang_max_sample_gap_s,
-            )  # fmt: skip
-            streaks.append(streak)
-        fresh = [s for s in streaks if s and now - s[1] <= settings.hang_max_sample_gap_s]
-        if streaks and len(fresh) == len(streaks):
-            start = max(s[0] for s in fresh)  # all GPUs spin since the latest streak start
-            if max(s[1] for s in fresh) - start >= settings.hang_min_duration_s:
-                hanging[job_id] = (start, max(s[1] for s in fresh), len(fresh))
+            spinning += ceiling is not None and windows[uuid].spinning(
+                ceiling=ceiling, util_min=settings.hang_util_min, now=now, need_s=need, gap_s=gap
+            )
+        if seen and spinning == len(seen):  # every GPU with telemetry spins
+            start = min(windows[u].first_ts for u in seen)
+            hanging[job_id] = (start, max(windows[u].last_ts for u in seen), len(seen))
     for job_id, (start, end, n) in hanging.items():
         signs = _corroboration(session, job_id, start, end)
         _flag(book, jobs[job_id], (start, end, n), signs, settings.hang_util_min)
@@ -218,6 +216,7 @@ def _flag(
         )  # fmt: skip
         book.by_fp[fp] = inc
         book.opened += 1
+    start = min(start, float(inc.details.get("spin_since_ts") or start))  # since first seen
     inc.last_seen_ts = end
     inc.count = max(1, int((end - start) // 10) + 1)
     inc.confidence = min(0.9, 0.6 + (0.2 if "W&B step stall" in signs else 0.0) + 0.1 * (

@@ -8,7 +8,7 @@ from typing import Any
 from sqlalchemy.orm import Session, sessionmaker
 
 from correlator import service as incidents
-from correlator.hang import Profile, model_power_limit, spin_streak
+from correlator.hang import Profile, Window, model_power_limit
 from tests.correlator.correlator_fleet import H100, Fleet, gpu_uuid, load_trace
 from timeline.models import Event, EventKind, Sample
 
@@ -166,6 +166,10 @@ def test_spin_threshold_sits_between_real_spin_and_real_compute_power() -> None:
     assert ceiling is not None
     assert max(r["power_mw"] for r in SPIN_STEADY) / 1000.0 < ceiling
     assert min(r["power_mw"] for r in COMPUTE_STEADY) / 1000.0 > ceiling
-    rows = [(T0 + i, float(r["util"]), r["power_mw"] / 1000.0) for i, r in enumerate(SPIN)]
-    streak = spin_streak(rows, ceiling=ceiling, util_min=90.0, max_gap_s=30.0)
-    assert streak is not None and streak[1] == rows[-1][0]
+    spin_w = [r["power_mw"] / 1000.0 for r in SPIN_STEADY]
+    window = Window(T0, T0 + 45.0, 100.0, min(spin_w), max(spin_w))
+    assert window.spinning(ceiling=ceiling, util_min=90.0, now=T0 + 45.0, need_s=45.0, gap_s=30.0)
+    computing = Window(T0, T0 + 45.0, 100.0, 600.0, 628.0)
+    assert not computing.spinning(
+        ceiling=ceiling, util_min=90.0, now=T0 + 45.0, need_s=45.0, gap_s=30.0
+    )
