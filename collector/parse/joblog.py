@@ -10,21 +10,33 @@ import re
 from datetime import UTC, datetime
 from typing import Any
 
-from collector.parse.common import MAX_LINE, MAX_MESSAGE, MAX_RAW, FloodCollapser, cap, join_raw
+from collector.parse.common import (
+    MAX_LINE,
+    MAX_MESSAGE,
+    MAX_RAW,
+    FloodCollapser,
+    cap,
+    join_raw,
+    normalize_pci_bus_id,
+)
 from collector.parse.joblog_cuda import cuda_error, cuda_oom
+from collector.parse.joblog_gpu import gpu_fault
 from collector.parse.joblog_launch import failure_entry, launch
 from collector.parse.joblog_rules import JobMatch, RuleFn, nccl_error, nccl_timeout
 from timeline.models import Event, EventKind, Severity
 
-RULES: list[RuleFn] = [nccl_timeout, nccl_error, cuda_oom, cuda_error, launch]
+RULES: list[RuleFn] = [nccl_timeout, nccl_error, gpu_fault, cuda_oom, cuda_error, launch]
 _PREFIX = re.compile(r"^(?:\s*(?P<task>\d+): |\[(?:rank|default)(?P<rank>\d+)\]:\s?)+")
 _LEADING_TS = re.compile(
     r"^\[?(?P<ts>\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?)"
 )
 _WORTH_A_LOOK = re.compile(
     r"NCCL|nccl|CUDA|cuda|CUBLAS|CUDNN|Assertion|ChildFailedError|exitcode|oom|Out Of Memory|"
-    r"CANCELLED|srun: error|Watchdog|watchdog|Heartbeat"
+    r"CANCELLED|srun: error|Watchdog|watchdog|Heartbeat|device handle|GpuIsLost|GPU_IS_LOST|"
+    r"RESET_REQUIRED|ResetRequired|low on resource"
 )
+# A host name as a launcher writes it; "..." or "<node>" (elided in a paste) is not one.
+_HOST = re.compile(r"[A-Za-z0-9][\w.-]*")
 _BLOCK_MAX_LINES = 200
 
 
@@ -78,11 +90,13 @@ def _event(
     when = ts if ts is not None else _leading_ts(raw)
     if when is None:
         when, payload["ts_unknown"] = 0.0, True
+    named = m.node if m.node and _HOST.fullmatch(m.node) else None
     return Event(
         ts=when,
-        node=node or m.node,
+        node=node or named,
         source=source,
         kind=m.kind,
+        pci_bus_id=normalize_pci_bus_id(m.pci_bus_id),
         job_id=job_id or m.job_id,
         code=m.code,
         severity=m.severity,
@@ -130,6 +144,8 @@ class JobLogParser:
         self._pending: tuple[str, Event] | None = None
         self._want_last_error = False
         self._last: tuple[str, tuple[object, ...]] | None = None  # last line -> its flood key
+        # The last line that said nothing but might, were the terminal not to have wrapped it.
+        self._wrap: tuple[str, str, dict[str, Any], int | None] | None = None
 
     def feed(self, line: str, *, ts: float | None = None, offset: int | None = None) -> list[Event]:
         """Parse one line; `ts` is when it was read, `offset` where it starts in its file."""
@@ -140,6 +156,7 @@ class JobLogParser:
             if counted:
                 return released
         self._last = None
+        wrap, self._wrap = self._wrap, None
         text, extra = _strip_prefix(line)
         out: list[Event] = []
         if self._block is not None and self._block_takes(text, line):
@@ -158,7 +175,14 @@ class JobLogParser:
             return out
         out += self._release_pending()
         m = classify_job_line(text)
+        if m is None and wrap is not None and line[:1].isspace():
+            # A terminal-wrapped line: "... Assertion `x < n`" then " failed." on the next.
+            m = classify_job_line(f"{wrap[1].rstrip()} {text.strip()}")
+            if m is not None:
+                line, extra, offset = f"{wrap[0]}\n{line}", wrap[2], wrap[3]
         if m is None:
+            if _WORTH_A_LOOK.search(text):
+                self._wrap = (line, text, extra, offset)
             return out
         ev = _event(m, line, extra, node=self.node, job_id=self.job_id, ts=ts, source=self.source)
         if offset is not None:

@@ -24,6 +24,7 @@ class JobMatch:
     payload: dict[str, Any] = field(default_factory=dict)
     job_id: str | None = None
     node: str | None = None
+    pci_bus_id: str | None = None  # as the line writes it; normalized when the Event is made
 
 
 # --- NCCL watchdog --------------------------------------------------------------------------
@@ -91,9 +92,15 @@ def nccl_timeout(line: str) -> JobMatch | None:
 
 # --- NCCL WARN and NCCL errors ----------------------------------------------------------------
 
+# host:pid:tid [dev] is NCCL's own prefix; a line quoted without it still says what happened.
 _NCCL_WARN = re.compile(
-    r"(?P<host>[\w.-]+):(?P<pid>\d+):(?P<tid>\d+) \[(?P<dev>\d+)\] (?:(?P<src>\S+:\d+) )?"
+    r"(?:(?P<host>[\w.-]+):(?P<pid>\d+):(?P<tid>\d+) \[(?P<dev>\d+)\] (?:(?P<src>\S+:\d+) )?)?"
     r"NCCL WARN (?P<text>.*)$"
+)
+# ibv_get_async_event: "NET/IB : Got async event : port error" (NCCL <= 2.18) or, newer,
+# "NET/IB : mlx5_0:1 Got async event : port error".
+_IB_ASYNC = re.compile(
+    r"NET/IB\w*\s*:\s*(?:(?P<hca>[\w.-]+):(?P<port>\d+)\s+)?Got async event\s*:\s*(?P<ev>.+?)\s*$"
 )
 _IB_COMPLETION = re.compile(
     r"Got completion from peer (?P<peer>[^\s<]+)(?:<(?P<port>\d+)>)? with (?:error |status=)"
@@ -127,17 +134,17 @@ def nccl_error(line: str) -> JobMatch | None:
     """NCCL WARN lines (NET/IB completions, sockets, remote peers) and NCCL error exceptions."""
     if m := _NCCL_WARN.search(line):
         text = m["text"].strip()
-        p: dict[str, Any] = {
-            "host": m["host"],
-            "pid": int(m["pid"]),
-            "tid": int(m["tid"]),
-            "cuda_dev": int(m["dev"]),
-            "text": text,
-        }
+        p: dict[str, Any] = {"text": text}
+        if m["host"]:
+            p.update(host=m["host"], pid=int(m["pid"]), tid=int(m["tid"]), cuda_dev=int(m["dev"]))
         if m["src"]:
             p["src"] = m["src"]
         code = None
-        if ib := _IB_COMPLETION.search(text):
+        if ev := _IB_ASYNC.search(text):
+            p.update(transport="NET/IB", ib_async_event=ev["ev"])
+            if ev["hca"]:
+                p.update(hca=ev["hca"], ib_port=int(ev["port"]))
+        elif ib := _IB_COMPLETION.search(text):
             code = int(ib["status"])
             p.update(
                 transport="NET/IB",

@@ -210,4 +210,30 @@ def _nvlink(msg: str) -> Match | None:
     return Match(EventKind.NVLINK, msg, None, sev, pm["pci"] if pm else None, payload)
 
 
-RECOGNIZERS: list[Callable[[str], Match | None]] = [_xid, _sxid, _fallen, _gsp, _nvlink]
+_RESET = re.compile(r"NVRM: .*\bNV_ERR_RESET_REQUIRED\b")
+
+
+def _reset_required(msg: str) -> Match | None:
+    # e.g. "nvAssertOkFailedNoLog: Assertion failed: Reset required [NV_ERR_RESET_REQUIRED]":
+    # the driver will not use the GPU again until it is reset.
+    if not _RESET.search(msg):
+        return None
+    pm = _PCI_ANY.search(msg)
+    return Match(
+        EventKind.GPU_LOST,
+        "the driver says the GPU needs a reset (NV_ERR_RESET_REQUIRED)",
+        None,
+        Severity.CRITICAL,
+        pm["pci"] if pm else None,
+        {"text": msg, "reset_required": True},
+    )
+
+
+RECOGNIZERS: list[Callable[[str], Match | None]] = [
+    _xid,
+    _sxid,
+    _fallen,
+    _gsp,
+    _nvlink,
+    _reset_required,
+]

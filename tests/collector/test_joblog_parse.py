@@ -233,3 +233,71 @@ def test_real_socket_and_ib_verbs_warnings() -> None:
     ibv = parse_job_text(_read("nccltests185_ibv_unreachable.log"))
     assert ibv[0].payload["socket_error"] == "Network is unreachable"
     assert ibv[0].payload["host"] == "dgxh100-3" and len(ibv) == 4
+
+
+def test_elided_slurm_host_is_no_node_and_a_real_one_is_kept() -> None:
+    events = parse_job_text(_read("slurm_zetta671_time_limit.log"))
+    assert [e.node for e in events] == [None, None]  # "ON ..." as posted: the host is elided
+    (old,) = parse_job_text(_read("slurm_canu1067_old_cancel.log"))
+    assert old.node == "n447"
+    assert parse_job_text(_read("slurm_zetta671_time_limit.log"), node="g7")[0].node == "g7"
+
+
+def test_real_ib_async_events_with_and_without_nccl_prefix() -> None:
+    (bare,) = parse_job_text(_read("nccl905_ib_async_port_error.log"))
+    assert bare.kind is EventKind.NCCL_ERROR and bare.payload["ib_async_event"] == "port error"
+    assert bare.payload["transport"] == "NET/IB" and "host" not in bare.payload
+    (gid,) = parse_job_text(_read("vllm5342_ib_async_gid_change.log"))
+    assert gid.payload["ib_async_event"] == "GID table change"
+    assert (gid.payload["hca"], gid.payload["ib_port"], gid.payload["host"]) == (
+        "mlx5_3",
+        1,
+        "07d92dd514d4",
+    )
+
+
+def test_real_terminal_wrapped_device_assert_is_one_event_per_assert() -> None:
+    (ev,) = parse_job_text(_read("genhpf17_device_assert_wrapped.log"))
+    assert ev.kind is EventKind.CUDA_ERROR and ev.code == 710 and ev.count == 2
+    assert ev.payload["assertion"] == "srcIndex < srcSelectDimSize"
+    assert ev.payload["file"].endswith("Indexing.cu") and ev.payload["line"] == 1422
+    assert ev.raw is not None and ev.raw.splitlines()[1].strip() == "failed."
+
+
+def test_wrapped_line_in_a_stream_keeps_the_first_line_offset() -> None:
+    parser = JobLogParser(node="n1", job_id="7")
+    first, second = _read("genhpf17_device_assert_wrapped.log").splitlines()[:2]
+    assert parser.feed(first, ts=1.0, offset=0) == []
+    parser.feed(second, ts=1.0, offset=len(first) + 1)
+    (ev,) = parser.flush()
+    assert ev.payload["offset"] == 0 and ev.job_id == "7"
+
+
+def test_real_nvidia_smi_lost_handles_are_gpu_lost_with_pci_id() -> None:
+    (unknown,) = parse_job_text(_read("returnn1486_nvidia_smi_no_handle.log"))
+    assert unknown.kind is EventKind.GPU_LOST and unknown.pci_bus_id == "0000:03:00.0"
+    assert unknown.payload["reason"] == "Unknown Error"
+    (lost,) = parse_job_text(_read("owod81_nvidia_smi_gpu_is_lost.log"))
+    assert lost.pci_bus_id == "0000:02:00.0" and lost.payload["gpu_is_lost"] is True
+    assert lost.payload["reason"] == "GPU is lost. Reboot the system to recover this GPU"
+    (short,) = parse_job_text(_read("dcgmexporter604_no_handle_short_domain.log"))
+    assert short.pci_bus_id == "0000:ba:80.0"
+
+
+def test_real_reset_required_in_a_session_is_left_to_the_kernel_log() -> None:
+    events = parse_job_text(_read("dra982_reset_required_session.log"))
+    # The CUDA error is the job's; the NVRM line is the driver's (kmsg reports it once).
+    assert [e.kind for e in events] == [EventKind.CUDA_ERROR]
+
+
+def test_real_kubernetes_memory_evictions_are_host_oom() -> None:
+    (ev,) = parse_job_text(_read("k9s174_describe_pod_evicted_memory.log"))
+    assert ev.kind is EventKind.HOST_OOM and ev.payload["evicted"] is True
+    assert (ev.payload["container"], ev.payload["usage"], ev.payload["request"]) == (
+        "proprietary-crawler",
+        "9402820Ki",
+        "7G",
+    )
+    events = parse_job_text(_read("kubefate64_events_evicted_memory.log"))
+    # The later "[MemoryPressure]" eviction names a node condition, not a resource it ran out of.
+    assert [(e.kind, e.payload["container"]) for e in events] == [(EventKind.HOST_OOM, "egg")]

@@ -323,3 +323,10 @@ def test_an_xid_right_after_an_unfinished_gpu_header_is_not_swallowed() -> None:
     )
     (ev,) = parse_kernel_text(text)
     assert ev.kind is EventKind.XID and ev.code == 79
+
+
+def test_real_reset_required_assert_is_gpu_lost_needing_reset() -> None:
+    (ev,) = parse_kernel_text(_read("dra982_reset_required.dmesg"), node="g1", boot_ts=1_000.0)
+    assert ev.kind is EventKind.GPU_LOST and ev.payload["reset_required"] is True
+    assert ev.severity is Severity.CRITICAL and ev.node == "g1"
+    assert ev.ts == 1_000.0 + 373871.354096
