@@ -32,7 +32,8 @@ _LEADING_TS = re.compile(
 )
 _WORTH_A_LOOK = re.compile(
     r"NCCL|nccl|CUDA|cuda|CUBLAS|CUDNN|Assertion|ChildFailedError|exitcode|oom|Out Of Memory|"
-    r"CANCELLED|srun: error|Watchdog|watchdog|Heartbeat|device handle|GpuIsLost|GPU_IS_LOST|"
+    r"CANCELLED|srun: error|Watchdog|watchdog|Heartbeat|device handle|"
+    r"GpuIsLost|GPU_IS_LOST|GPU is lost|"
     r"RESET_REQUIRED|ResetRequired|low on resource"
 )
 # A host name as a launcher writes it; "..." or "<node>" (elided in a paste) is not one.

@@ -17,7 +17,10 @@ _NO_HANDLE = re.compile(
     r"(?P<pci>[0-9A-Fa-f]{3,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}(?:\.[0-7])?)\s*:\s*"
     r"(?P<why>[^\"*`]+)"
 )
-_LOST = re.compile(r"\bNVMLError_GpuIsLost\b|\bNVML_ERROR_GPU_IS_LOST\b")
+# pynvml's exception, or slurmstepd's "error: NVML: Failed to get usage(15): GPU is lost".
+_LOST = re.compile(
+    r"\bNVMLError_GpuIsLost\b|\bNVML_ERROR_GPU_IS_LOST\b|\bNVML: .{0,80}\bGPU is lost"
+)
 _RESET = re.compile(
     r"\b(?P<name>NV_ERR_RESET_REQUIRED|NVML_ERROR_RESET_REQUIRED|NVMLError_ResetRequired)\b"
 )
@@ -78,6 +81,8 @@ def gpu_fault(line: str) -> JobMatch | None:
     if m := _no_handle(line):
         return m
     if _LOST.search(line):
-        p = {"gpu_is_lost": True}
+        p: dict[str, Any] = {"gpu_is_lost": True}
+        if "slurmstepd" in line:
+            p["stage"] = "slurmstepd"
         return JobMatch(EventKind.GPU_LOST, "NVML: GPU is lost", None, Severity.CRITICAL, p)
     return _reset_required(line) or _evicted(line)

@@ -301,3 +301,11 @@ def test_real_kubernetes_memory_evictions_are_host_oom() -> None:
     events = parse_job_text(_read("kubefate64_events_evicted_memory.log"))
     # The later "[MemoryPressure]" eviction names a node condition, not a resource it ran out of.
     assert [(e.kind, e.payload["container"]) for e in events] == [(EventKind.HOST_OOM, "egg")]
+
+
+def test_real_nvml_gpu_is_lost_in_a_traceback_and_from_slurmstepd() -> None:
+    (py,) = parse_job_text(_read("nvgpu6_nvml_gpu_is_lost.log"))
+    assert py.kind is EventKind.GPU_LOST and py.payload["gpu_is_lost"] is True
+    (step,) = parse_job_text(_read("plmfit40_slurmstepd_nvml_gpu_lost.log"), job_id="9")
+    assert step.kind is EventKind.GPU_LOST and step.payload["stage"] == "slurmstepd"
+    assert (step.job_id, step.node) == ("9", None)
