@@ -11,6 +11,7 @@ from sqlalchemy import or_
 from sqlalchemy.orm import Session
 
 from correlator.attribution import (
+    HARDWARE,
     AllocationIndex,
     Ev,
     GpuDirectory,
@@ -133,13 +134,32 @@ class EventPass:
         if v.root_cause:
             if v.category is Category.USER_CODE:
                 v = self.repeats.escalate(ev) or v
-            self.book.add(ev, v, ev.jobs)
+            inc = self.book.add(ev, v, ev.jobs)
             self._probe([ev])
+            if v.category in HARDWARE:
+                self._adopt_orphans(ev, inc)
         elif v.category is None:
             self._consequence(ev)
         elif not ev.jobs:
             self.book.add(ev, v, [])  # e.g. a timeout no job claims: still worth a look
             self._probe([ev])
+
+    def _adopt_orphans(self, ev: Ev, inc: Incident) -> None:
+        """A hardware fault that arrives after its job's NCCL timeouts were filed as unexplained
+        (late kernel log, DCGM) becomes their root cause."""
+        lookback = self.settings.correlator_nccl_lookback_s
+        for job in ev.jobs:
+            orphan = self.book.by_fp.get(fingerprint("nccl", job.job_id))
+            culprit = orphan.details.get("culprit") if orphan else None
+            if (
+                orphan is None
+                or not isinstance(culprit, dict)
+                or culprit.get("method") != "unknown"
+            ):
+                continue
+            if orphan.opened_ts - lookback <= ev.ts <= orphan.opened_ts:
+                why = f"{inc.title} on {ev.node} came before the NCCL timeouts of job {job.job_id}"
+                self.book.absorb(inc, orphan, why=why)
 
     def _consequence(self, ev: Ev) -> None:
         """A consequence (e.g. Xid 45) links to the open incident on its node and GPU, if any."""

@@ -175,6 +175,23 @@ class IncidentBook:
             inc.last_seen_ts = max(inc.last_seen_ts, ev.ts)
         self.changed[inc.fingerprint] = inc
 
+    def absorb(self, target: Incident, orphan: Incident, *, why: str) -> None:
+        """A root cause found late: the orphan's evidence becomes the target's symptoms."""
+        for event_id in orphan.evidence_event_ids + orphan.symptom_event_ids:
+            if len(target.symptom_event_ids) >= self.evidence_cap:
+                break
+            if event_id not in target.symptom_event_ids:
+                target.symptom_event_ids.append(event_id)
+        for job in orphan.affected_jobs:
+            self.add_job(target, JobRef(job.job_id, job.scheduler or "unknown", job.user,
+                                        job.account))  # fmt: skip
+        target.details.setdefault("culprit", {"method": "hardware_event", "summary": why})
+        orphan.state, orphan.resolved_ts = IncidentState.RESOLVED, orphan.last_seen_ts
+        orphan.resolution = f"superseded: {why}"[:255]
+        self.by_fp.pop(orphan.fingerprint, None)
+        self.changed[orphan.fingerprint] = orphan
+        self.changed[target.fingerprint] = target
+
     def open_for(self, *, job_id: str) -> list[Incident]:
         """Open incidents that affect or belong to a job."""
         found = {id(i): i for i in self.by_job.get(job_id, ()) if i.state is IncidentState.OPEN}

@@ -312,3 +312,23 @@ def test_the_first_rank_to_time_out_is_a_victim_not_named_culprit(
     with session_factory() as s:
         (inc,) = incidents.list_incidents(s, state="open")
     assert inc.culprit_node is None and inc.details["culprit"]["method"] == "unknown"
+
+
+def test_a_hardware_fault_delivered_after_the_timeouts_becomes_their_root_cause(
+    session_factory: sessionmaker[Session],
+) -> None:
+    fleet = Fleet(session_factory)
+    fleet.nodes(NODES[:3])
+    fleet.job("late", NODES[:3], start=1000.0)
+    fleet.events(*_timeouts("late", NODES[:3], ts=2600.0))
+    fleet.correlate(now=2610.0)  # nothing explains them yet
+    fleet.events(_xid79(node="gpu-node-01", ts=2000.0))  # the kernel log arrives late
+    fleet.correlate(now=2620.0)
+    with session_factory() as s:
+        open_ = incidents.list_incidents(s, state="open")
+        (old,) = incidents.list_incidents(s, state="resolved")
+    (inc,) = open_
+    assert (inc.category, inc.culprit_node, inc.code) == ("gpu_hardware", "gpu-node-01", 79)
+    assert len(inc.symptom_event_ids) == 3 and inc.job_ids() == {"late"}
+    assert old.category == "nccl_timeout_unknown"
+    assert (old.resolution or "").startswith("superseded")
