@@ -6,6 +6,8 @@ import logging
 import shutil
 import signal
 import socket
+import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -44,6 +46,27 @@ class _Built:
     streaming: list[Any] = field(default_factory=list)
     on_stop: list[Callable[[], None]] = field(default_factory=list)
     gpu_map: Callable[[], dict[str, tuple[str, int]]] | None = None
+    gpus_listed: Callable[[], bool] | None = None
+
+
+class AfterGpuMap:
+    """A streaming source started once NVML has listed the GPUs (or after `wait_s`).
+
+    The kernel-log source reads the whole ring buffer as soon as it runs; started before NVML's
+    first poll, those records would miss the PCI -> GPU UUID/index map.
+    """
+
+    def __init__(self, inner: Any, ready: Callable[[], bool], wait_s: float = 10.0) -> None:
+        self.inner, self.ready, self.wait_s = inner, ready, wait_s
+        self.name: str = inner.name
+
+    def run(self, emit: Callable[[Any], None], stop: threading.Event) -> None:
+        """Wait for the map (bounded), then run the inner source until `stop`."""
+        deadline = time.monotonic() + self.wait_s
+        while not self.ready() and time.monotonic() < deadline:
+            if stop.wait(0.05):
+                return
+        self.inner.run(emit, stop)
 
 
 def _add_nvml(b: _Built, *, node: str, settings: Settings, opts: dict[str, Any]) -> None:
@@ -59,19 +82,19 @@ def _add_nvml(b: _Built, *, node: str, settings: Settings, opts: dict[str, Any])
     b.streaming.append(NvmlEventSource(nvml, node=node))
     b.on_stop.append(src.close)
     b.gpu_map = src.gpu_map
+    b.gpus_listed = lambda: bool(src.gpus)
 
 
 def _add_kmsg(b: _Built, *, node: str, settings: Settings, state_dir: Path) -> None:
     from collector.kmsg import KmsgSource
 
-    b.streaming.append(
-        KmsgSource(
-            node=node,
-            kmsg_path=settings.agent_kmsg_path,
-            state_path=state_dir / "kmsg-state.json",
-            gpu_map=b.gpu_map,
-        )
+    src = KmsgSource(
+        node=node,
+        kmsg_path=settings.agent_kmsg_path,
+        state_path=state_dir / "kmsg-state.json",
+        gpu_map=b.gpu_map,
     )
+    b.streaming.append(src if b.gpus_listed is None else AfterGpuMap(src, b.gpus_listed))
 
 
 def _add_dcgm(b: _Built, *, node: str, settings: Settings, url: str | None) -> None:
