@@ -73,15 +73,16 @@ def _load(factory: Any, day: FleetDay) -> None:
             service.append_events(s, events=chunk, now=chunk[-1].ts)
 
 
-def _catch_up(factory: Any, settings: Settings) -> tuple[int, float, int]:
-    """Run passes until the cursor is at the end; (events, seconds, passes)."""
-    total, passes, started = 0, 0, time.perf_counter()
+def _catch_up(factory: Any, settings: Settings) -> tuple[int, float, int, int]:
+    """Run passes until the cursor is at the end; (events, seconds, passes, attributed)."""
+    total, passes, attributed, started = 0, 0, 0, time.perf_counter()
     while True:
         report = correlate_once(factory, settings=settings)
         passes += 1
         total += report.events_read
+        attributed += report.events_attributed
         if report.events_read == 0:
-            return total, time.perf_counter() - started, passes
+            return total, time.perf_counter() - started, passes, attributed
 
 
 class LiveLoad:
@@ -198,7 +199,7 @@ def run(argv: list[str]) -> dict[str, Any]:
         settings = Settings(database_url=url)
         if args.interval is not None:
             settings = settings.model_copy(update={"correlator_interval_s": args.interval})
-        events, seconds, passes = _catch_up(factory, settings)
+        events, seconds, passes, attributed = _catch_up(factory, settings)
         with factory() as s:
             total = len(incidents.list_incidents(s, limit=1_000_000))
             still_open = len(incidents.list_incidents(s, state="open", limit=1_000_000))
@@ -212,6 +213,7 @@ def run(argv: list[str]) -> dict[str, Any]:
         "gpus": len(day.gpus),
         "jobs": len(day.jobs),
         "history_events": events,
+        "history_events_attributed_to_jobs": attributed,
         "catch_up_s": round(seconds, 2),
         "catch_up_passes": passes,
         "incidents_written": total,

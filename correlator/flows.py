@@ -71,18 +71,14 @@ def _read_events(
     return rows
 
 
-def _due(session: Session, name: str, interval: float, now: float) -> bool:
-    last = service.get_state(session, name=name)
-    if last is not None and now - float(last) < interval:
-        return False
-    service.set_state(session, name=name, value=now, now=now)
-    return True
-
-
 def correlate_once(
     session_factory: sessionmaker[Session], *, settings: Settings, now: float | None = None
 ) -> CorrelationReport:
-    """One pass: events since the cursor -> incidents; hang and idle detectors when due."""
+    """One pass: events since the cursor -> incidents; clearing, hang and idle checks when due.
+
+    A pass with no new event and nothing due reads two small queries and writes nothing, so the
+    server can run it several times a second.
+    """
     started = time.time()
     now = started if now is None else now
     report = CorrelationReport()
@@ -90,7 +86,8 @@ def correlate_once(
         if not _lock(session):
             report.skipped = "another replica is correlating"
             return report
-        cursor = service.get_state(session, name=CURSOR) or {"id": 0, "gaps": []}
+        state = service.get_states(session, names=[CURSOR, LAST_RESOLVE, LAST_HANG, LAST_IDLE])
+        cursor = state.get(CURSOR) or {"id": 0, "gaps": []}
         before = {"id": cursor["id"], "gaps": list(cursor.get("gaps", []))}
         rows = _read_events(
             session,
@@ -99,35 +96,55 @@ def correlate_once(
             now=now,
             settle_s=settings.correlator_settle_s,
         )
-        book = IncidentBook(
-            service.open_incidents(session),
-            dedup_window_s=settings.correlator_dedup_window_s,
-            evidence_cap=settings.correlator_evidence_cap,
-        )
-        events = EventPass(session, book=book, settings=settings, cache=_CACHE, report=report)
-        events.run(rows)
-        resolved = []
-        # Checking whether conditions cleared reads jobs, nodes and samples: not every 0.5 s.
-        if events.running or _due(session, LAST_RESOLVE, settings.correlator_resolve_s, now):
-            resolved = resolve_cleared(
-                session, book=book, running=events.running, settings=settings, now=now
-            )
-        if _due(session, LAST_HANG, settings.hang_interval_s, now):
-            report.hangs_flagged = hang.detect(session, book=book, settings=settings, now=now)
-        if _due(session, LAST_IDLE, settings.idle_interval_s, now):
-            report.idle_opened, report.idle_resolved = idle.detect(
-                session, settings=settings, now=now
-            )
-        _save(session, book, now=time.time())
+        intervals = {
+            LAST_RESOLVE: settings.correlator_resolve_s,
+            LAST_HANG: settings.hang_interval_s,
+            LAST_IDLE: settings.idle_interval_s,
+        }
+        due = {n: now - float(state.get(n) or 0.0) >= iv for n, iv in intervals.items()}
+        if rows or any(due.values()) or cursor != before:
+            _work(session, rows, due=due, settings=settings, now=now, report=report)
+        for name, is_due in due.items():
+            if is_due:
+                service.set_state(session, name=name, value=now, now=now)
         if cursor != before:  # an idle pass writes nothing
             service.set_state(session, name=CURSOR, value=cursor, now=now)
         report.cursor = int(cursor["id"])
-        report.incidents_opened = book.opened
-        report.incidents_resolved = len(resolved) + len(book.superseded)
-        report.incidents_updated = len(book.changed) - report.incidents_resolved
     report.committed_ts = time.time()
     report.duration_s = report.committed_ts - started
     return report
+
+
+def _work(
+    session: Session,
+    rows: list[Any],
+    *,
+    due: dict[str, bool],
+    settings: Settings,
+    now: float,
+    report: CorrelationReport,
+) -> None:
+    book = IncidentBook(
+        service.open_incidents(session),
+        dedup_window_s=settings.correlator_dedup_window_s,
+        evidence_cap=settings.correlator_evidence_cap,
+    )
+    events = EventPass(session, book=book, settings=settings, cache=_CACHE, report=report)
+    events.run(rows)
+    resolved = []
+    # Checking whether conditions cleared reads jobs, nodes and samples: not every pass.
+    if events.running or due[LAST_RESOLVE]:
+        resolved = resolve_cleared(
+            session, book=book, running=events.running, settings=settings, now=now
+        )
+    if due[LAST_HANG]:
+        report.hangs_flagged = hang.detect(session, book=book, settings=settings, now=now)
+    if due[LAST_IDLE]:
+        report.idle_opened, report.idle_resolved = idle.detect(session, settings=settings, now=now)
+    _save(session, book, now=time.time())
+    report.incidents_opened = book.opened
+    report.incidents_resolved = len(resolved) + len(book.superseded)
+    report.incidents_updated = len(book.changed) - report.incidents_resolved
 
 
 def _save(session: Session, book: IncidentBook, *, now: float) -> None:

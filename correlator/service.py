@@ -30,6 +30,13 @@ def get_state(session: Session, *, name: str) -> Any:
     return session.execute(stmt).scalar_one_or_none()
 
 
+def get_states(session: Session, *, names: Sequence[str]) -> dict[str, Any]:
+    """Several persisted correlator values in one query (absent names are left out)."""
+    tbl = ct.correlator_state
+    stmt = select(tbl.c.name, tbl.c.value).where(tbl.c.name.in_(list(names)))
+    return {name: value for name, value in session.execute(stmt).all()}
+
+
 def set_state(session: Session, *, name: str, value: Any, now: float) -> None:
     """Persist a correlator value."""
     tbl = ct.correlator_state
