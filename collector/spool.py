@@ -20,7 +20,7 @@ from pathlib import Path
 from collector.base import Observations
 
 # Order matters: it is the key order of the ingest body (timeline.models.Batch).
-KINDS = ("gpus", "samples", "events", "jobs", "allocations", "nodes")
+KINDS = ("gpus", "samples", "events", "jobs", "allocations", "nodes", "job_patches")
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS items (

@@ -165,4 +165,4 @@ def test_body_is_the_batch_contract(tmp_path: Path) -> None:
     d.deliver_once()
     body = json.loads(server.seen[0].model_dump_json())
     assert set(body) == {"agent", "node", "batch_id", "gpus", "samples", "events", "jobs",
-                         "allocations", "nodes"}  # fmt: skip
+                         "allocations", "nodes", "job_patches"}  # fmt: skip
