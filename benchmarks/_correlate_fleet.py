@@ -147,86 +147,57 @@ def add_events(day: FleetDay, *, until: float, seed: int = 11) -> None:
     user_jobs, oom_jobs = single[:200], single[200:400]
     failed = {j.job_id for j in xid79_jobs + lag_jobs + user_jobs + oom_jobs}
     for j in day.jobs:
-        day.events.append(
-            _ev(
-                j.start,
-                j.nodes[0],
-                EventKind.JOB_STATE,
-                source="slurm",
-                job_id=j.job_id,
-                payload={"state": "RUNNING"},
-            )
-        )
-        stop = j.end if j.end is not None and j.end < until else until
-        for k in range(int((stop - j.start) // 120)):  # a W&B step every 2 minutes
-            day.events.append(
-                _ev(
-                    j.start + 120 * (k + 1),
-                    j.nodes[0],
-                    EventKind.PROGRESS,
-                    source="wandb",
-                    job_id=j.job_id,
-                    payload={"step": k},
-                )
-            )
-        if j.end is not None and j.end < until:
-            state = "FAILED" if j.job_id in failed else "COMPLETED"
-            day.events.append(
-                _ev(
-                    j.end,
-                    j.nodes[0],
-                    EventKind.JOB_STATE,
-                    source="slurm",
-                    job_id=j.job_id,
-                    code=1 if state == "FAILED" else 0,
-                    severity=Severity.ERROR if state == "FAILED" else Severity.INFO,
-                    payload={"state": state},
-                )
-            )
+        _lifecycle(day, j, failed=j.job_id in failed, until=until)
     for j in xid79_jobs:
         _xid79_under(day, j, rng)
     for j in lag_jobs:
         _timeouts(day, j, lag_rank=rng.randrange(8 * len(j.nodes)))
     for j in user_jobs:
-        assert j.end is not None
-        node, g = j.nodes[0], j.gpus[0]
-        day.events.append(
-            _ev(
-                j.end - 2,
-                node,
-                EventKind.XID,
-                code=31,
-                pci_bus_id=bus(g),
-                raw=XID31.replace("0000:00:06", bus(g)),
-                severity=Severity.ERROR,
-            )
-        )
-        day.events.append(
-            _ev(
-                j.end - 1,
-                node,
-                EventKind.CUDA_ERROR,
-                source="joblog",
-                job_id=j.job_id,
-                raw=ILLEGAL,
-                severity=Severity.ERROR,
-            )
-        )
+        _user_fault(day, j)
     for j in oom_jobs:
         assert j.end is not None
         day.events.append(
-            _ev(
-                j.end - 1,
-                j.nodes[0],
-                EventKind.CUDA_OOM,
-                source="joblog",
-                job_id=j.job_id,
-                raw=OOM,
-                severity=Severity.ERROR,
-            )
-        )
+            _ev(j.end - 1, j.nodes[0], EventKind.CUDA_OOM, source="joblog", job_id=j.job_id,
+                raw=OOM, severity=Severity.ERROR)
+        )  # fmt: skip
     _noise_and_floods(day, rng, until)
     day.events.sort(key=lambda e: e.ts)
+
+
+def _lifecycle(day: FleetDay, j: SimJob, *, failed: bool, until: float) -> None:
+    """RUNNING at start, a W&B step every 2 minutes, COMPLETED or FAILED at the end."""
+    node = j.nodes[0]
+    day.events.append(
+        _ev(j.start, node, EventKind.JOB_STATE, source="slurm", job_id=j.job_id,
+            payload={"state": "RUNNING"})
+    )  # fmt: skip
+    stop = j.end if j.end is not None and j.end < until else until
+    day.events += [
+        _ev(j.start + 120 * (k + 1), node, EventKind.PROGRESS, source="wandb", job_id=j.job_id,
+            payload={"step": k})
+        for k in range(int((stop - j.start) // 120))
+    ]  # fmt: skip
+    if j.end is not None and j.end < until:
+        state = "FAILED" if failed else "COMPLETED"
+        day.events.append(
+            _ev(j.end, node, EventKind.JOB_STATE, source="slurm", job_id=j.job_id,
+                code=1 if failed else 0, severity=Severity.ERROR if failed else Severity.INFO,
+                payload={"state": state})
+        )  # fmt: skip
+
+
+def _user_fault(day: FleetDay, j: SimJob) -> None:
+    """An illegal memory access: the kernel's Xid 31 and the program's CUDA error."""
+    assert j.end is not None
+    node, g = j.nodes[0], j.gpus[0]
+    day.events.append(
+        _ev(j.end - 2, node, EventKind.XID, code=31, pci_bus_id=bus(g),
+            raw=XID31.replace("0000:00:06", bus(g)), severity=Severity.ERROR)
+    )  # fmt: skip
+    day.events.append(
+        _ev(j.end - 1, node, EventKind.CUDA_ERROR, source="joblog", job_id=j.job_id,
+            raw=ILLEGAL, severity=Severity.ERROR)
+    )  # fmt: skip
 
 
 def _xid79_under(day: FleetDay, j: SimJob, rng: random.Random) -> None:

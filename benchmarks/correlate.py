@@ -139,6 +139,7 @@ def _live(factory: Any, day: FleetDay, settings: Settings, *, seconds: float, ra
     reports: list[CorrelationReport] = []
 
     def collect(event: JobExecutionEvent) -> None:
+        """Keep each pass's report (APScheduler hands over the job's return value)."""
         if isinstance(event.retval, CorrelationReport):
             reports.append(event.retval)
 
