@@ -18,7 +18,7 @@ from sqlalchemy.orm import Session
 
 from correlator.rules import classify_event
 from correlator.sql import among
-from correlator.taxonomy import Category, Verdict
+from correlator.taxonomy import Blame, Category, Verdict
 from timeline import tables as t
 from timeline.models import Event, EventKind, Severity
 from timeline.pci import normalize_pci_bus_id
@@ -378,6 +378,18 @@ def candidate_events(
     return out
 
 
+def can_explain(v: Verdict) -> bool:
+    """Whether this verdict may be named as the cause of a failure.
+
+    Weak signals nobody is blamed for (correctable ECC, a corrected PCIe error: blame unknown,
+    confidence under 0.5) happen on healthy nodes every day; near a failure they are
+    coincidence, not cause.
+    """
+    if v.category is None or not v.root_cause:
+        return False
+    return v.blame is not Blame.UNKNOWN or v.confidence >= 0.5
+
+
 def best_cause(
     candidates: Iterable[Ev], *, job: JobRef, index: AllocationIndex, ref_ts: float
 ) -> Ev | None:
@@ -385,7 +397,7 @@ def best_cause(
     best: Ev | None = None
     for ev in candidates:
         v = ev.verdict
-        if v is None or v.category is None or not v.root_cause:
+        if v is None or not can_explain(v):
             continue
         if ev.job_id and ev.job_id != job.job_id:
             continue  # another job's own log line

@@ -19,6 +19,7 @@ from correlator.attribution import (
     VerdictCache,
     attribute,
     best_cause,
+    can_explain,
     candidate_events,
     load_jobs,
     select_events,
@@ -136,7 +137,7 @@ class EventPass:
                 v = self.repeats.escalate(ev) or v
             inc = self.book.add(ev, v, ev.jobs)
             self._probe([ev])
-            if v.category in HARDWARE:
+            if v.category in HARDWARE and can_explain(v):
                 self._adopt_orphans(ev, inc)
         elif v.category is None:
             self._consequence(ev)

@@ -332,3 +332,20 @@ def test_a_hardware_fault_delivered_after_the_timeouts_becomes_their_root_cause(
     assert len(inc.symptom_event_ids) == 3 and inc.job_ids() == {"late"}
     assert old.category == "nccl_timeout_unknown"
     assert (old.resolution or "").startswith("superseded")
+
+
+def test_a_correctable_ecc_blip_near_the_timeouts_is_not_named_their_cause(
+    session_factory: sessionmaker[Session],
+) -> None:
+    fleet = Fleet(session_factory)
+    fleet.nodes(NODES[:4])
+    fleet.job("ecc", NODES[:4], start=1000.0)
+    sbe = Event(ts=2300.0, node="gpu-node-03", source="nvml", kind=EventKind.ECC,
+                pci_bus_id="0000:18:00", payload={"sbe": 1})  # fmt: skip
+    fleet.events(sbe, *_timeouts("ecc", NODES[:4], ts=2600.0, seqs={16: 1579}))
+    fleet.correlate(now=2610.0)
+    with session_factory() as s:
+        nccl = incidents.list_incidents(s, category="nccl_timeout_unknown")
+    assert [(i.culprit_node, i.details["culprit"]["method"]) for i in nccl] == [
+        ("gpu-node-02", "seq_lag")
+    ]
