@@ -132,6 +132,8 @@ class EventPass:
             return
         if v is None or ev.kind is EventKind.PROGRESS_STALLED:
             return  # stalls corroborate the hang detector, which reads them itself
+        if v.root_cause and not can_explain(v):
+            return  # a weak signal (correctable ECC, corrected PCIe error) is no incident alone
         if v.root_cause:
             if v.category is Category.USER_CODE:
                 v = self.repeats.escalate(ev) or v

@@ -156,3 +156,19 @@ def test_get_incident_and_filters(session_factory: sessionmaker[Session]) -> Non
         assert inc.id is not None
         assert incidents.get_incident(s, incident_id=inc.id).fingerprint == inc.fingerprint
         assert incidents.list_incidents(s, node="other") == []
+
+
+def test_correctable_ecc_alone_opens_no_incident_but_uncorrectable_does(
+    session_factory: sessionmaker[Session],
+) -> None:
+    fleet = _fleet(session_factory)
+    ecc = {"ts": 1000.0, "node": "n1", "source": "dcgm", "kind": EventKind.ECC}
+    fleet.events(Event(**ecc, gpu_uuid=gpu_uuid("n1", 0), payload={"sbe": 3}))  # type: ignore[arg-type]
+    fleet.correlate(now=1001.0)
+    with session_factory() as s:
+        assert incidents.list_incidents(s) == []  # healthy HBM corrects bits every day
+    fleet.events(Event(**ecc, gpu_uuid=gpu_uuid("n1", 0), payload={"dbe": 1}))  # type: ignore[arg-type]
+    fleet.correlate(now=1002.0)
+    with session_factory() as s:
+        (inc,) = incidents.list_incidents(s)
+    assert (inc.category, inc.blame) == ("gpu_hardware", "node")
