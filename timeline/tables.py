@@ -194,6 +194,8 @@ jobs = Table(
     UniqueConstraint("scheduler", "cluster", "job_id", name="uq_jobs_scheduler_cluster_job_id"),
     Index("ix_jobs_state", "state"),
     Index("ix_jobs_end_ts", "end_ts"),
+    # Allocations and events name a job by (job_id, scheduler) without the cluster.
+    Index("ix_jobs_job_id_scheduler", "job_id", "scheduler"),
 )
 
 allocations = Table(
@@ -213,6 +215,7 @@ allocations = Table(
     ),
     Index("ix_allocations_node_span", "node", "start_ts", "end_ts"),
     Index("ix_allocations_gpu_uuid", "gpu_uuid"),
+    Index("ix_allocations_end_ts", "end_ts"),  # open allocations: end_ts IS NULL
 )
 
 __all__ = [

@@ -40,3 +40,14 @@ def _fresh_pg_database(base_url: str) -> str:
         conn.execute(text(f'CREATE DATABASE "{name}"'))
     admin.dispose()
     return base_url.rsplit("/", 1)[0] + f"/{name}"
+
+
+def test_migrations_at_head_match_the_table_definitions(migrated_url: str) -> None:
+    from alembic.autogenerate import compare_metadata
+    from alembic.migration import MigrationContext
+
+    engine = db.make_engine(migrated_url)
+    with engine.connect() as conn:
+        diff = compare_metadata(MigrationContext.configure(conn), metadata)
+    engine.dispose()
+    assert diff == [], f"tables and migrations differ; write a migration: {diff}"
