@@ -10,7 +10,7 @@ from typing import Any
 from sqlalchemy import or_, select
 from sqlalchemy.orm import Session
 
-from timeline import service
+from timeline import queries
 from timeline import tables as t
 from timeline.models import EventKind, Severity
 
@@ -126,8 +126,8 @@ def fleet_view(
     stale_after_s: float = 120.0,
 ) -> list[NodeView]:
     """Every node with its GPUs classified, for the fleet grid and /api/v1/fleet."""
-    latest = service.latest_gpu_samples(session)
-    allocs = service.current_allocations(session, at=now)
+    latest = queries.latest_gpu_samples(session)
+    allocs = queries.current_allocations(session, at=now)
     by_gpu: dict[tuple[str, int], dict[str, Any]] = {}
     whole_node: dict[str, dict[str, Any]] = {}
     for a in allocs:
@@ -141,7 +141,7 @@ def fleet_view(
             if key:
                 failing[key] = _failure_reason(e)
     nodes = {
-        n["name"]: NodeView(n["name"], n["state"], n["reason"]) for n in service.list_nodes(session)
+        n["name"]: NodeView(n["name"], n["state"], n["reason"]) for n in queries.list_nodes(session)
     }
     grouped: dict[str, list[GpuView]] = defaultdict(list)
     for row in latest:

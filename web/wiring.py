@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 
-from timeline import service
+from timeline import queries
 from timeline.settings import Settings
 from web.runtime import ScheduledSource, ServerRuntime
 
@@ -13,7 +13,7 @@ log = logging.getLogger(__name__)
 
 def _job_state(runtime: ServerRuntime, job_id: str) -> str | None:
     with runtime.factory() as session:
-        job = service.get_job(session, job_id=job_id)
+        job = queries.get_job(session, job_id=job_id)
     return None if job is None else str(job["state"])
 
 

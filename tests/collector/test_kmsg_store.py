@@ -14,7 +14,7 @@ from collector.base import Observations
 from collector.dcgm import DcgmSource
 from collector.health import SourceHealth
 from collector.kmsg import KmsgSource
-from timeline import service
+from timeline import queries, service
 from timeline.models import Batch, EventKind
 
 FIX = Path(__file__).parent.parent / "fixtures"
@@ -57,7 +57,7 @@ def test_kernel_events_round_trip_and_a_reread_stores_nothing_twice(
     # No state file: a restarted agent that lost it reads the whole buffer again.
     _store(session, _kmsg(tmp_path, kmsg).collect(), "gpu-node-07")
     _store(session, _kmsg(tmp_path, kmsg).collect(), "gpu-node-07")
-    rows = service.events_in_window(session, node="gpu-node-07")
+    rows = queries.events_in_window(session, node="gpu-node-07")
     assert [(r["kind"], r["code"]) for r in rows] == [("xid", 31), ("xid", 43), ("gpu_lost", None)]
     x31 = rows[0]
     assert x31["pci_bus_id"] == "0000:00:06.0" and x31["payload"]["process_name"] == "python3"
@@ -79,11 +79,11 @@ def test_dcgm_scrape_round_trips_samples_gpus_allocations_and_events(session: Se
     )
     src = DcgmSource(node="lke-node", client=client, clock=lambda: BOOT, health=SourceHealth("d"))
     _store(session, src.collect(), "lke-node")
-    (gpu,) = service.latest_gpu_samples(session, node="lke-node")
+    (gpu,) = queries.latest_gpu_samples(session, node="lke-node")
     assert gpu["uuid"] == "GPU-a8394b51-c086-568a-9f1a-c1e1c934c44c"
     assert gpu["sm_clock_mhz"] == 2310 and gpu["power_w"] == 40.979
-    (ev,) = service.events_in_window(session, node="lke-node", kind=EventKind.XID.value)
+    (ev,) = queries.events_in_window(session, node="lke-node", kind=EventKind.XID.value)
     assert ev["code"] == 79 and ev["source"] == "dcgm"
     assert ev["job_id"] == "default/cuda-75454ffb9f-8ljq7"
     # The pod's job row comes from the Kubernetes source; DCGM records that it holds the GPU.
-    assert service.count_rows(session, table="allocations") == 1
+    assert queries.count_rows(session, table="allocations") == 1

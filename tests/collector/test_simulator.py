@@ -8,7 +8,7 @@ from collections import Counter
 from sqlalchemy.orm import Session
 
 from collector.simulator import DemoFleet, load_profiles
-from timeline import fleet, service
+from timeline import fleet, queries, service
 
 
 def test_profiles_come_from_the_real_h100_trace_phases() -> None:
@@ -29,9 +29,9 @@ def test_demo_fleet_shows_busy_idle_free_and_failing_gpus(session: Session) -> N
     states = Counter(g.state.value for n in fleet.fleet_view(session, now=now) for g in n.gpus)
     assert sum(states.values()) == 64
     assert states["busy"] and states["idle_allocated"] and states["free"] and states["failing"]
-    kinds = Counter(e["kind"] for e in service.events_in_window(session))
+    kinds = Counter(e["kind"] for e in queries.events_in_window(session))
     assert kinds["xid"] == 2 and kinds["nccl_timeout"] >= 2 and kinds["cuda_error"] == 1
-    jobs = {j["state"] for j in service.list_jobs(session)}
+    jobs = {j["state"] for j in queries.list_jobs(session)}
     assert {"RUNNING", "FAILED"} <= jobs
 
 

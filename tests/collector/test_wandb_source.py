@@ -17,7 +17,7 @@ from sqlalchemy.orm import Session
 
 from collector.wandb import RunStatus, WandbSource, build_wandb_source
 from collector.wandb.source import ProgressTracker
-from timeline import service
+from timeline import queries, service
 from timeline.models import Batch, EventKind, Job, Scheduler
 from timeline.settings import Settings
 
@@ -246,7 +246,7 @@ def test_progress_is_stored_once_across_source_restarts(session: Session) -> Non
         batch = Batch(agent="server:wandb", node="server:wandb", batch_id=uuid.uuid4().hex)
         service.append_batch(session, batch=batch.model_copy(update={"events": events}))
         session.commit()
-    (stored,) = service.events_in_window(session, kind="progress")
+    (stored,) = queries.events_in_window(session, kind="progress")
     assert (stored["job_id"], stored["source"]) == ("4242", "wandb")
 
 
@@ -259,6 +259,6 @@ def test_each_run_is_linked_on_its_job_through_a_patch(runs_root: Path, session:
     service.upsert_jobs(session, jobs=[job], now=1.0)
     service.patch_jobs(session, patches=obs.job_patches)
     session.commit()
-    stored = service.get_job(session, job_id="4242")
+    stored = queries.get_job(session, job_id="4242")
     assert stored is not None
     assert stored["wandb_run"] == patches["4242"] and stored["user"] == "alice"  # nothing else lost

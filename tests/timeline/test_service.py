@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from sqlalchemy.orm import Session
 
-from timeline import service
+from timeline import queries, service
 from timeline.errors import BatchTooLarge
 from timeline.models import (
     Allocation,
@@ -42,7 +42,7 @@ def test_append_batch_stores_every_item_once(session: Session) -> None:
     result = service.append_batch(session, batch=_batch())
     session.commit()
     assert (result.duplicate, result.samples, result.events, result.gpus) == (False, 6, 2, 3)
-    assert service.count_rows(session, table="samples") == 6
+    assert queries.count_rows(session, table="samples") == 6
 
 
 def test_replayed_batch_id_stores_nothing_twice(session: Session) -> None:
@@ -51,8 +51,8 @@ def test_replayed_batch_id_stores_nothing_twice(session: Session) -> None:
     again = service.append_batch(session, batch=_batch())
     session.commit()
     assert again.duplicate is True
-    assert service.count_rows(session, table="samples") == 6
-    assert service.count_rows(session, table="events") == 2
+    assert queries.count_rows(session, table="samples") == 6
+    assert queries.count_rows(session, table="events") == 2
 
 
 def test_event_with_seen_dedup_key_is_skipped_across_batches(session: Session) -> None:
@@ -60,20 +60,20 @@ def test_event_with_seen_dedup_key_is_skipped_across_batches(session: Session) -
     second = service.append_batch(session, batch=_batch("batch-0002"))
     session.commit()
     assert second.events == 1  # the keyed Xid was already stored; the NCCL line is new
-    assert service.count_rows(session, table="events") == 3
+    assert queries.count_rows(session, table="events") == 3
 
 
 def test_oversized_batch_is_refused_before_anything_is_written(session: Session) -> None:
     with pytest.raises(BatchTooLarge):
         service.append_batch(session, batch=_batch(n=4), max_items=5)
     session.rollback()
-    assert service.count_rows(session, table="ingest_batches") == 0
+    assert queries.count_rows(session, table="ingest_batches") == 0
 
 
 def test_latest_gpu_samples_returns_the_newest_row_per_gpu(session: Session) -> None:
     service.append_batch(session, batch=_batch())
     session.commit()
-    latest = {row["uuid"]: row for row in service.latest_gpu_samples(session)}
+    latest = {row["uuid"]: row for row in queries.latest_gpu_samples(session)}
     assert set(latest) == {"GPU-0", "GPU-1", "GPU-2"}
     assert latest["GPU-1"]["ts"] == 101.0 and latest["GPU-1"]["util_gpu"] == 51.0
 
@@ -92,19 +92,19 @@ def test_jobs_holding_gpu_follows_allocation_spans(session: Session) -> None:
     service.append_batch(session, batch=batch)
     session.commit()
     assert [
-        j["job_id"] for j in service.jobs_holding_gpu(session, node="n1", gpu_index=0, at=150)
+        j["job_id"] for j in queries.jobs_holding_gpu(session, node="n1", gpu_index=0, at=150)
     ] == ["42"]
-    assert service.jobs_holding_gpu(session, node="n1", gpu_index=0, at=250) == []
-    assert len(service.jobs_holding_gpu(session, node="n1", gpu_index=1, at=10_000)) == 1
-    assert service.jobs_holding_gpu(session, node="n2", gpu_index=1, at=150) == []
+    assert queries.jobs_holding_gpu(session, node="n1", gpu_index=0, at=250) == []
+    assert len(queries.jobs_holding_gpu(session, node="n1", gpu_index=1, at=10_000)) == 1
+    assert queries.jobs_holding_gpu(session, node="n2", gpu_index=1, at=150) == []
 
 
 def test_events_in_window_filters_by_time_node_and_kind(session: Session) -> None:
     service.append_batch(session, batch=_batch())
     session.commit()
-    assert len(service.events_in_window(session, since=101.0, until=101.2)) == 1
-    assert [e["code"] for e in service.events_in_window(session, kind="xid")] == [79]
-    assert service.events_in_window(session, node="other") == []
+    assert len(queries.events_in_window(session, since=101.0, until=101.2)) == 1
+    assert [e["code"] for e in queries.events_in_window(session, kind="xid")] == [79]
+    assert queries.events_in_window(session, node="other") == []
 
 
 def test_job_patch_fills_only_its_fields_and_ignores_unknown_jobs(session: Session) -> None:
@@ -116,14 +116,14 @@ def test_job_patch_fills_only_its_fields_and_ignores_unknown_jobs(session: Sessi
     ]
     assert service.patch_jobs(session, patches=patches) == 1
     session.commit()
-    stored = service.get_job(session, job_id="7")
+    stored = queries.get_job(session, job_id="7")
     assert stored is not None
     assert (stored["checkpoint_dir"], stored["user"], stored["state"]) == (
         "/ckpt/run7",
         "bob",
         "RUNNING",
     )
-    assert service.get_job(session, job_id="8") is None
+    assert queries.get_job(session, job_id="8") is None
 
 
 def test_a_job_stored_with_an_end_closes_its_open_allocations(session: Session) -> None:
@@ -131,9 +131,9 @@ def test_a_job_stored_with_an_end_closes_its_open_allocations(session: Session) 
     running = Job(scheduler=Scheduler.SLURM, job_id="9", state="RUNNING", nodes=["n1"])
     batch = Batch(agent="s", node="s", batch_id="batch-run-9", jobs=[running], allocations=[alloc])
     service.append_batch(session, batch=batch)
-    assert len(service.jobs_holding_gpu(session, node="n1", gpu_index=0, at=10_000)) == 1
+    assert len(queries.jobs_holding_gpu(session, node="n1", gpu_index=0, at=10_000)) == 1
     ended = running.model_copy(update={"state": "COMPLETED", "end_ts": 500.0})
     service.upsert_jobs(session, jobs=[ended], now=600.0)
     session.commit()
-    assert service.jobs_holding_gpu(session, node="n1", gpu_index=0, at=10_000) == []
-    assert len(service.jobs_holding_gpu(session, node="n1", gpu_index=0, at=400)) == 1
+    assert queries.jobs_holding_gpu(session, node="n1", gpu_index=0, at=10_000) == []
+    assert len(queries.jobs_holding_gpu(session, node="n1", gpu_index=0, at=400)) == 1

@@ -10,7 +10,7 @@ from fastapi.testclient import TestClient
 from sqlalchemy import Engine, text
 from sqlalchemy.orm import Session
 
-from timeline import service
+from timeline import queries
 
 
 def batch(batch_id: str = "b-000001", n_gpus: int = 4, message: str = "Xid 79") -> dict[str, Any]:
@@ -37,7 +37,7 @@ def batch(batch_id: str = "b-000001", n_gpus: int = 4, message: str = "Xid 79") 
 
 
 def count(session: Session, table: str) -> int:
-    return service.count_rows(session, table=table)
+    return queries.count_rows(session, table=table)
 
 
 def test_ingest_stores_a_batch_and_reports_counts(

@@ -11,7 +11,7 @@ from fastapi import APIRouter, Depends, HTTPException, Query, Request
 from fastapi.concurrency import run_in_threadpool
 from sqlalchemy.orm import Session
 
-from timeline import fleet, service
+from timeline import fleet, queries
 from timeline.models import EventKind
 from web.auth import require_reader
 
@@ -33,13 +33,13 @@ async def read_session(request: Request, fn: Callable[[Session], T]) -> T:
 @router.get("/gpus")
 async def gpus(request: Request, node: str | None = None) -> list[dict[str, Any]]:
     """Every GPU with its newest telemetry sample."""
-    return await read_session(request, lambda s: service.latest_gpu_samples(s, node=node))
+    return await read_session(request, lambda s: queries.latest_gpu_samples(s, node=node))
 
 
 @router.get("/nodes")
 async def nodes(request: Request) -> list[dict[str, Any]]:
     """Every node with its scheduler state and the last time an agent reported from it."""
-    return await read_session(request, service.list_nodes)
+    return await read_session(request, queries.list_nodes)
 
 
 @router.get("/events")
@@ -58,7 +58,7 @@ async def events(
     start = since if since is not None else time.time() - 3600
     return await read_session(
         request,
-        lambda s: service.events_in_window(
+        lambda s: queries.events_in_window(
             s, since=start, until=until, node=node, kind=kind, job_id=job_id, limit=limit
         ),
     )
@@ -69,17 +69,17 @@ async def jobs(
     request: Request, state: str | None = None, limit: int = Query(500, ge=1, le=10_000)
 ) -> list[dict[str, Any]]:
     """Jobs, most recently updated first."""
-    return await read_session(request, lambda s: service.list_jobs(s, state=state, limit=limit))
+    return await read_session(request, lambda s: queries.list_jobs(s, state=state, limit=limit))
 
 
 @router.get("/jobs/{job_id}")
 async def job(request: Request, job_id: str) -> dict[str, Any]:
     """One job with its events."""
-    found = await read_session(request, lambda s: service.get_job(s, job_id=job_id))
+    found = await read_session(request, lambda s: queries.get_job(s, job_id=job_id))
     if found is None:
         raise HTTPException(404, detail=f"no job {job_id!r}")
     found["events"] = await read_session(
-        request, lambda s: service.events_in_window(s, job_id=job_id, limit=1000)
+        request, lambda s: queries.events_in_window(s, job_id=job_id, limit=1000)
     )
     return found
 

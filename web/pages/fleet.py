@@ -15,7 +15,7 @@ from fastapi.responses import HTMLResponse, Response
 from fastapi.templating import Jinja2Templates
 
 from correlator import service as incidents
-from timeline import fleet, service
+from timeline import fleet, queries
 from timeline.fleet import GpuState, NodeView
 from web.auth import require_reader
 
@@ -77,7 +77,7 @@ def _page_data(request: Request) -> dict[str, Any]:
     now = time.time()
     with request.app.state.session_factory() as session:
         nodes = fleet.fleet_view(session, now=now, idle_threshold=settings.idle_util_threshold)
-        events = service.events_in_window(session, since=now - 3600, limit=10_000)[-25:]
+        events = queries.events_in_window(session, since=now - 3600, limit=10_000)[-25:]
         open_incidents = incidents.list_incidents(session, state="open", limit=50)
         idle_by_user = incidents.idle_totals(session, by="user", state="open")
     counts = Counter(g.state for n in nodes for g in n.gpus)

@@ -13,7 +13,7 @@ from collector.fakenvml import FakeNvml
 from collector.kubernetes import KubernetesSource
 from collector.nvml import NvmlSource
 from collector.procs import ProcessJobMapper
-from timeline import service
+from timeline import queries, service
 from timeline.models import Batch, Scheduler
 
 POD_UID = "6f1c2d9e-3b1a-4c55-9d0e-2f7a1b8c4e10"  # pod_gpu_running.json: ml-research/train-llama-0
@@ -60,12 +60,12 @@ def _agent_sees_pod_on_gpu(tmp_path: Path, gpu: int) -> Observations:
 
 
 def _holders(session: Session, gpu: int) -> list[str]:
-    rows = service.jobs_holding_gpu(session, node="gpu-node-07", gpu_index=gpu, at=STARTED + 120.0)
+    rows = queries.jobs_holding_gpu(session, node="gpu-node-07", gpu_index=gpu, at=STARTED + 120.0)
     return sorted(r["job_id"] for r in rows)
 
 
 def _gpu_rows(session: Session) -> list[tuple[str, int, str | None]]:
-    rows = service.current_allocations(session, at=STARTED + 120.0)
+    rows = queries.current_allocations(session, at=STARTED + 120.0)
     return sorted((r["job_id"], r["gpu_index"], r["name"]) for r in rows if r["gpu_index"] >= 0)
 
 

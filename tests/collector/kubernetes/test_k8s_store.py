@@ -9,7 +9,7 @@ from sqlalchemy.orm import Session
 from collector.base import Observations
 from collector.kubernetes import KubernetesSource
 from tests.collector.kubernetes.fakeapi import FakeKubeAPI, fixture
-from timeline import service
+from timeline import queries, service
 from timeline.models import Batch
 
 
@@ -34,18 +34,18 @@ def test_kubernetes_observations_are_stored_and_a_relist_adds_no_duplicates(
         fake.apply("events", ev)
     fake.apply("pods", fixture("pod_gpu_oomkilled.json"))
     _store(session, source.collect())
-    stored = service.events_in_window(session)
+    stored = queries.events_in_window(session)
     again = source.collect()  # a second full list: the source's memory says nothing changed
     assert again.events == []
     # A restarted server (new source, empty memory) emits everything again; the store dedups.
     fresh = KubernetesSource(source.api_client)
     _store(session, fresh.collect())
-    assert len(service.events_in_window(session)) == len(stored)
-    (job,) = service.list_jobs(session)
+    assert len(queries.events_in_window(session)) == len(stored)
+    (job,) = queries.list_jobs(session)
     assert (job["job_id"], job["state"], job["exit_code"]) == (
         "ml-research/train-llama-0",
         "Failed",
         137,
     )
-    (node,) = service.list_nodes(session)
+    (node,) = queries.list_nodes(session)
     assert (node["name"], node["state"], node["gpu_count"]) == ("gpu-node-07", "Ready", 8)

@@ -16,7 +16,7 @@ from collector.base import Observations
 from collector.health import SourceHealth
 from collector.slurm import RecordedRunner, SlurmSource, build_slurm_source
 from collector.slurm.runner import CommandResult, SubprocessRunner
-from timeline import service
+from timeline import queries, service
 from timeline.models import Batch, EventKind, Severity
 from timeline.settings import Settings
 
@@ -139,11 +139,11 @@ def test_a_restarted_source_repeats_keys_so_the_store_keeps_each_event_once(
         service.append_batch(session, batch=batch)
 
     store(make(recorded(node="scontrol_show_node_drained.txt"))[0].collect())
-    n_events = service.count_rows(session, table="events")
+    n_events = queries.count_rows(session, table="events")
     store(make(recorded(node="scontrol_show_node_drained.txt"))[0].collect())  # a restart
     assert n_events == 17  # 16 job states + 1 drain
-    assert service.count_rows(session, table="events") == n_events
-    assert service.count_rows(session, table="jobs") == 7
+    assert queries.count_rows(session, table="events") == n_events
+    assert queries.count_rows(session, table="jobs") == 7
 
 
 def test_sacct_window_starts_at_lookback_then_at_high_water_mark_minus_overlap() -> None:

@@ -1,0 +1,135 @@
+"""Read queries over the timeline: latest state per GPU, events in a window, jobs on a GPU."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import and_, func, or_, select
+from sqlalchemy.orm import Session
+
+from timeline import tables as t
+
+
+def latest_gpu_samples(session: Session, *, node: str | None = None) -> list[dict[str, Any]]:
+    """Each known GPU with its newest sample (None fields where it has none)."""
+    newest = (
+        select(t.samples.c.gpu_uuid, func.max(t.samples.c.ts).label("ts"))
+        .group_by(t.samples.c.gpu_uuid)
+        .subquery()
+    )
+    sample_cols = [t.samples.c[f] for f in t.SAMPLE_FIELDS] + [t.samples.c.ts]
+    stmt = (
+        select(t.gpus, *sample_cols)
+        .select_from(t.gpus)
+        .outerjoin(newest, newest.c.gpu_uuid == t.gpus.c.uuid)
+        .outerjoin(
+            t.samples,
+            and_(t.samples.c.gpu_uuid == newest.c.gpu_uuid, t.samples.c.ts == newest.c.ts),
+        )
+        .order_by(t.gpus.c.node, t.gpus.c.index)
+    )
+    if node is not None:
+        stmt = stmt.where(t.gpus.c.node == node)
+    out: dict[str, dict[str, Any]] = {}
+    for row in session.execute(stmt).mappings():
+        out.setdefault(row["uuid"], dict(row))  # ties on ts: keep one row per GPU
+    return list(out.values())
+
+
+def events_in_window(
+    session: Session,
+    *,
+    since: float | None = None,
+    until: float | None = None,
+    node: str | None = None,
+    kind: str | None = None,
+    job_id: str | None = None,
+    after_id: int | None = None,
+    limit: int = 1000,
+) -> list[dict[str, Any]]:
+    """Events in [since, until), oldest first, optionally filtered."""
+    stmt = select(t.events).order_by(t.events.c.ts, t.events.c.id).limit(limit)
+    if since is not None:
+        stmt = stmt.where(t.events.c.ts >= since)
+    if until is not None:
+        stmt = stmt.where(t.events.c.ts < until)
+    if node is not None:
+        stmt = stmt.where(t.events.c.node == node)
+    if kind is not None:
+        stmt = stmt.where(t.events.c.kind == kind)
+    if job_id is not None:
+        stmt = stmt.where(t.events.c.job_id == job_id)
+    if after_id is not None:
+        stmt = stmt.where(t.events.c.id > after_id)
+    return [dict(r) for r in session.execute(stmt).mappings()]
+
+
+def jobs_holding_gpu(
+    session: Session,
+    *,
+    node: str,
+    at: float,
+    gpu_index: int | None = None,
+    gpu_uuid: str | None = None,
+) -> list[dict[str, Any]]:
+    """Jobs whose allocation covers this GPU (or the whole node) at time `at`."""
+    a = t.allocations
+    stmt = (
+        select(t.jobs, a.c.gpu_index, a.c.start_ts.label("alloc_start"))
+        .join(a, and_(a.c.job_id == t.jobs.c.job_id, a.c.scheduler == t.jobs.c.scheduler))
+        .where(a.c.node == node, a.c.start_ts <= at, or_(a.c.end_ts.is_(None), a.c.end_ts > at))
+    )
+    gpu_match = [a.c.gpu_index == -1]
+    if gpu_index is not None:
+        gpu_match.append(a.c.gpu_index == gpu_index)
+    if gpu_uuid is not None:
+        gpu_match.append(a.c.gpu_uuid == gpu_uuid)
+    if gpu_index is not None or gpu_uuid is not None:
+        stmt = stmt.where(or_(*gpu_match))
+    seen: dict[Any, dict[str, Any]] = {}
+    for row in session.execute(stmt).mappings():
+        seen.setdefault(row["id"], dict(row))
+    return list(seen.values())
+
+
+def current_allocations(session: Session, *, at: float) -> list[dict[str, Any]]:
+    """All allocations open at time `at`, with their job's user and account."""
+    a = t.allocations
+    stmt = (
+        select(a, t.jobs.c.user, t.jobs.c.account, t.jobs.c.name, t.jobs.c.state)
+        .join(t.jobs, and_(a.c.job_id == t.jobs.c.job_id, a.c.scheduler == t.jobs.c.scheduler))
+        .where(a.c.start_ts <= at, or_(a.c.end_ts.is_(None), a.c.end_ts > at))
+    )
+    return [dict(r) for r in session.execute(stmt).mappings()]
+
+
+def list_nodes(session: Session) -> list[dict[str, Any]]:
+    """All nodes, by name."""
+    return [dict(r) for r in session.execute(select(t.nodes).order_by(t.nodes.c.name)).mappings()]
+
+
+def list_jobs(
+    session: Session, *, state: str | None = None, limit: int = 500
+) -> list[dict[str, Any]]:
+    """Jobs, newest first."""
+    stmt = select(t.jobs).order_by(t.jobs.c.updated_ts.desc(), t.jobs.c.id.desc()).limit(limit)
+    if state is not None:
+        stmt = stmt.where(t.jobs.c.state == state)
+    return [dict(r) for r in session.execute(stmt).mappings()]
+
+
+def get_job(
+    session: Session, *, job_id: str, scheduler: str | None = None
+) -> dict[str, Any] | None:
+    """One job by id (any scheduler unless given)."""
+    stmt = select(t.jobs).where(t.jobs.c.job_id == job_id)
+    if scheduler is not None:
+        stmt = stmt.where(t.jobs.c.scheduler == scheduler)
+    row = session.execute(stmt.limit(1)).mappings().first()
+    return dict(row) if row else None
+
+
+def count_rows(session: Session, *, table: str) -> int:
+    """Row count of one timeline table (for tests, health and benchmarks)."""
+    tbl = t.metadata.tables[table]
+    return int(session.execute(select(func.count()).select_from(tbl)).scalar_one())
