@@ -15,11 +15,8 @@ import contextlib
 import os
 import random
 import statistics
-import tempfile
 import time
 import uuid
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 from apscheduler.events import EVENT_JOB_EXECUTED, JobExecutionEvent
@@ -40,24 +37,8 @@ PG_ADMIN_URL = os.environ.get(
 )
 
 
-@contextlib.contextmanager
-def _database(backend: str) -> Iterator[str]:
-    if backend == "sqlite":
-        with tempfile.TemporaryDirectory() as tmp:
-            yield f"sqlite:///{Path(tmp) / 'bench.db'}"
-        return
-    from sqlalchemy import text
-
-    name = f"fleetmedic_bench_{uuid.uuid4().hex[:8]}"
-    admin = db.make_engine(PG_ADMIN_URL, isolation_level="AUTOCOMMIT", pool_size=1)
-    with admin.connect() as conn:
-        conn.execute(text(f'CREATE DATABASE "{name}"'))
-    try:
-        yield PG_ADMIN_URL.rsplit("/", 1)[0] + f"/{name}"
-    finally:
-        with admin.connect() as conn:
-            conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-        admin.dispose()
+def _database(backend: str) -> contextlib.AbstractContextManager[str]:
+    return db.scratch_database(backend, pg_url=PG_ADMIN_URL, prefix="fleetmedic_bench")
 
 
 def _load(factory: Any, day: FleetDay) -> None:

@@ -14,16 +14,15 @@ import socket
 import statistics
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 import uuid
 from collections.abc import Iterator
-from pathlib import Path
 
 import httpx
 import psutil
 
+from timeline import db
 from timeline.models import Batch, Sample
 
 TOKEN = "bench-token"
@@ -38,26 +37,8 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-@contextlib.contextmanager
-def _database(backend: str) -> Iterator[str]:
-    if backend == "sqlite":
-        with tempfile.TemporaryDirectory() as tmp:
-            yield f"sqlite:///{Path(tmp) / 'bench.db'}"
-        return
-    from sqlalchemy import text
-
-    from timeline.db import make_engine
-
-    name = f"fleetmedic_bench_{uuid.uuid4().hex[:8]}"
-    admin = make_engine(PG_ADMIN_URL, isolation_level="AUTOCOMMIT", pool_size=1)
-    with admin.connect() as conn:
-        conn.execute(text(f'CREATE DATABASE "{name}"'))
-    try:
-        yield PG_ADMIN_URL.rsplit("/", 1)[0] + f"/{name}"
-    finally:
-        with admin.connect() as conn:
-            conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-        admin.dispose()
+def _database(backend: str) -> contextlib.AbstractContextManager[str]:
+    return db.scratch_database(backend, pg_url=PG_ADMIN_URL, prefix="fleetmedic_bench")
 
 
 @contextlib.contextmanager

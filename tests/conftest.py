@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import uuid
 from collections.abc import Iterator
 
 import pytest
@@ -43,15 +42,8 @@ def pg_database_url() -> Iterator[str]:
         if _require("REQUIRE_POSTGRES"):
             pytest.fail(f"REQUIRE_POSTGRES=1 but {reason}")
         pytest.skip(f"SKIPPED (no PostgreSQL): {reason}")
-    name = f"fleetmedic_test_{os.getpid()}_{uuid.uuid4().hex[:6]}"
-    admin = db.make_engine(PG_ADMIN_URL, isolation_level="AUTOCOMMIT", pool_size=1)
-    with admin.connect() as conn:
-        conn.execute(text(f'CREATE DATABASE "{name}"'))
-    url = PG_ADMIN_URL.rsplit("/", 1)[0] + f"/{name}"
-    yield url
-    with admin.connect() as conn:
-        conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-    admin.dispose()
+    with db.scratch_database("postgres", pg_url=PG_ADMIN_URL, prefix="fleetmedic_test") as url:
+        yield url
 
 
 @pytest.fixture(scope="session")

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import tempfile
 import threading
+import uuid
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from pathlib import Path
@@ -11,6 +13,7 @@ from typing import Any
 from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.engine import make_url
 from sqlalchemy.orm import Session, sessionmaker
+from sqlalchemy.pool import NullPool
 
 ALEMBIC_DIR = Path(__file__).resolve().parent.parent / "alembic"
 
@@ -69,6 +72,33 @@ def unit_of_work(factory: sessionmaker[Session]) -> Iterator[Session]:
         raise
     finally:
         session.close()
+
+
+@contextmanager
+def scratch_database(
+    backend: str, *, pg_url: str, prefix: str = "fleetmedic_scratch"
+) -> Iterator[str]:
+    """A throwaway database for tests and benchmarks, removed afterwards.
+
+    SQLite: a file in a temporary folder. PostgreSQL: a new database on the server of `pg_url`
+    (which must allow CREATE DATABASE), dropped even while connections remain.
+    """
+    if backend == "sqlite":
+        with tempfile.TemporaryDirectory() as tmp:
+            yield f"sqlite:///{Path(tmp) / 'scratch.db'}"
+        return
+    from sqlalchemy import text
+
+    name = f"{prefix}_{uuid.uuid4().hex[:10]}"
+    admin = make_engine(pg_url, isolation_level="AUTOCOMMIT", poolclass=NullPool)
+    with admin.connect() as conn:
+        conn.execute(text(f'CREATE DATABASE "{name}"'))
+    try:
+        yield make_url(pg_url).set(database=name).render_as_string(hide_password=False)
+    finally:
+        with admin.connect() as conn:
+            conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        admin.dispose()
 
 
 def alembic_config(url: str) -> Any:

@@ -2,33 +2,24 @@
 
 from __future__ import annotations
 
-import uuid
-
 import pytest
-from sqlalchemy import inspect, text
+from sqlalchemy import inspect
 
 from timeline import db
 
 MINE = {"incidents", "idle_findings", "gpu_power_profiles", "correlator_state"}
 
 
-def _fresh_pg(base_url: str) -> str:
-    name = f"fm_corr_{uuid.uuid4().hex[:8]}"
-    admin = db.make_engine(base_url, isolation_level="AUTOCOMMIT", pool_size=1)
-    with admin.connect() as conn:
-        conn.execute(text(f'CREATE DATABASE "{name}"'))
-    admin.dispose()
-    return base_url.rsplit("/", 1)[0] + f"/{name}"
-
-
 @pytest.mark.parametrize("backend", ["sqlite", "postgres"])
 def test_0002_upgrades_and_downgrades_only_the_correlator_tables(
-    backend: str, request: pytest.FixtureRequest, tmp_path: object
+    backend: str, request: pytest.FixtureRequest
 ) -> None:
-    if backend == "postgres":
-        url = _fresh_pg(request.getfixturevalue("pg_database_url"))
-    else:
-        url = f"sqlite:///{tmp_path}/m2.db"
+    pg_url = request.getfixturevalue("pg_database_url") if backend == "postgres" else ""
+    with db.scratch_database(backend, pg_url=pg_url, prefix="fm_corr") as url:
+        _check_0002(url)
+
+
+def _check_0002(url: str) -> None:
     db.upgrade(url, "0001")
     engine = db.make_engine(url)
     before = set(inspect(engine).get_table_names())

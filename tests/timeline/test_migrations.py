@@ -10,15 +10,14 @@ from timeline.tables import metadata
 
 
 @pytest.mark.parametrize("backend", ["sqlite", "postgres"])
-def test_upgrade_downgrade_upgrade_round_trip(
-    backend: str, request: pytest.FixtureRequest, tmp_path: object
-) -> None:
-    if backend == "postgres":
-        base = request.getfixturevalue("pg_database_url")
-        # A database of its own so the round trip cannot disturb other tests' schema.
-        url = _fresh_pg_database(base)
-    else:
-        url = f"sqlite:///{tmp_path}/migrate.db"
+def test_upgrade_downgrade_upgrade_round_trip(backend: str, request: pytest.FixtureRequest) -> None:
+    # A database of its own so the round trip cannot disturb other tests' schema.
+    pg_url = request.getfixturevalue("pg_database_url") if backend == "postgres" else ""
+    with db.scratch_database(backend, pg_url=pg_url, prefix="fm_migrate") as url:
+        _round_trip(url)
+
+
+def _round_trip(url: str) -> None:
     db.upgrade(url)
     engine = db.make_engine(url)
     assert set(metadata.tables) <= set(inspect(engine).get_table_names())
@@ -27,19 +26,6 @@ def test_upgrade_downgrade_upgrade_round_trip(
     db.upgrade(url)
     assert set(metadata.tables) <= set(inspect(engine).get_table_names())
     engine.dispose()
-
-
-def _fresh_pg_database(base_url: str) -> str:
-    import uuid
-
-    from sqlalchemy import text
-
-    name = f"fm_migrate_{uuid.uuid4().hex[:8]}"
-    admin = db.make_engine(base_url, isolation_level="AUTOCOMMIT", pool_size=1)
-    with admin.connect() as conn:
-        conn.execute(text(f'CREATE DATABASE "{name}"'))
-    admin.dispose()
-    return base_url.rsplit("/", 1)[0] + f"/{name}"
 
 
 def test_migrations_at_head_match_the_table_definitions(migrated_url: str) -> None:
