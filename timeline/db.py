@@ -25,6 +25,9 @@ def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
     cur.execute("PRAGMA synchronous=NORMAL")
     cur.execute("PRAGMA busy_timeout=10000")
     cur.execute("PRAGMA cache_size=-65536")  # 64 MiB: index pages of hot GPUs stay cached
+    # Checkpoints fsync the database inside whichever commit crosses the threshold; fewer,
+    # larger ones cut ingest stalls (measured: 17.5k -> 22k samples/s in `bench ingest`).
+    cur.execute("PRAGMA wal_autocheckpoint=20000")
     cur.execute("PRAGMA foreign_keys=ON")
     cur.close()
 
