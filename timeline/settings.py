@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 from typing import Annotated, Any
@@ -27,9 +28,13 @@ def default_database_url() -> str:
     return f"sqlite:///{default_data_dir() / 'fleetmedic.db'}"
 
 
-def _split_tokens(value: Any) -> Any:
+def _split_list(value: Any) -> Any:
+    """Environment lists: a JSON array, or comma-separated items."""
     if isinstance(value, str):
-        return [t.strip() for t in value.split(",") if t.strip()]
+        text = value.strip()
+        if text.startswith("["):
+            return json.loads(text)
+        return [t.strip() for t in text.split(",") if t.strip()]
     return value
 
 
@@ -89,15 +94,22 @@ class Settings(BaseSettings):
     kubernetes_verify_ssl: bool = True
     kubernetes_cluster: str = "default"  # the `cluster` written on jobs and nodes
     kubernetes_gpu_resource: str = "nvidia.com/gpu"
-    kubernetes_user_keys: list[str] = ["fleetmedic.io/user", "user"]  # annotation/label keys
+    kubernetes_user_keys: Annotated[list[str], NoDecode] = [
+        "fleetmedic.io/user",
+        "user",
+    ]  # annotation/label keys
     kubernetes_gpu_pods_only: bool = True  # pods that request no GPU are not jobs here
     kubernetes_watch_timeout_s: int = 300  # server-side watch timeout; then re-watch
     kubernetes_backoff_max_s: float = 60.0  # longest wait between retries while the API is down
 
     # --- wandb ---
     wandb_enabled: bool = False
-    wandb_dirs: list[Path] = []  # folders holding wandb run dirs (run-*/, offline-run-*/)
-    wandb_projects: list[str] = []  # "entity/project" read through the public API when online
+    wandb_dirs: Annotated[
+        list[Path], NoDecode
+    ] = []  # folders holding wandb run dirs (run-*/, offline-run-*/)
+    wandb_projects: Annotated[
+        list[str], NoDecode
+    ] = []  # "entity/project" read through the public API when online
     wandb_api_key: SecretStr | None = None
     wandb_stall_minutes: float = 30.0  # a running job with no logged step this long: stalled
     wandb_interval_s: float = 60.0  # how often the server polls run dirs / the API
@@ -129,7 +141,14 @@ class Settings(BaseSettings):
     idle_min_duration_s: float = 1800.0  # allocated and idle this long: an idle finding
     idle_cost_per_gpu_hour: float = 2.0  # dollars, for the waste estimate
 
-    _split = field_validator("agent_tokens", "api_tokens", mode="before")(_split_tokens)
+    _split = field_validator(
+        "agent_tokens",
+        "api_tokens",
+        "kubernetes_user_keys",
+        "wandb_dirs",
+        "wandb_projects",
+        mode="before",
+    )(_split_list)
 
     @classmethod
     def settings_customise_sources(

@@ -43,3 +43,11 @@ def test_secrets_never_appear_in_repr_or_the_printed_database_url(
     text = repr(s) + str(s) + s.safe_database_url()
     assert "super-secret-token" not in text and "hunter2" not in text
     assert s.safe_database_url() == "postgresql+psycopg://fm:***@db:5432/fleet"
+
+
+@pytest.mark.parametrize("value", ["/data/a,/data/b", '["/data/a", "/data/b"]'])
+def test_list_settings_take_commas_or_a_json_array(
+    value: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("FLEETMEDIC_WANDB_DIRS", value)
+    assert Settings().wandb_dirs == [Path("/data/a"), Path("/data/b")]
