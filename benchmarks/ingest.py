@@ -42,13 +42,13 @@ def _database(backend: str) -> contextlib.AbstractContextManager[str]:
 
 
 @contextlib.contextmanager
-def _server(database_url: str, port: int) -> Iterator[subprocess.Popen[bytes]]:
+def _server(database_url: str, port: int, workers: int) -> Iterator[subprocess.Popen[bytes]]:
     env = os.environ | {
         "FLEETMEDIC_DATABASE_URL": database_url,
         "FLEETMEDIC_AGENT_TOKENS": TOKEN,
         "FLEETMEDIC_LOG_LEVEL": "WARNING",
     }
-    cmd = [sys.executable, "-m", "web.cli", "serve", "--port", str(port)]
+    cmd = [sys.executable, "-m", "web.cli", "serve", "--port", str(port), "--workers", str(workers)]
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
         deadline = time.monotonic() + 60
@@ -128,15 +128,17 @@ def run(argv: list[str]) -> dict[str, object]:
     p.add_argument("--seconds", type=float, default=10.0)
     p.add_argument("--concurrency", type=int, default=3)
     p.add_argument("--batch", type=int, default=1000, help="GPU samples per batch")
+    p.add_argument("--workers", type=int, default=1, help="server processes (serve --workers)")
     args = p.parse_args(argv)
     logging.getLogger("httpx").setLevel(logging.WARNING)  # one line per request is noise here
     port = _free_port()
-    with _database(args.backend) as url, _server(url, port) as proc:
+    with _database(args.backend) as url, _server(url, port, args.workers) as proc:
         _load(port, 1.0, args.concurrency, args.batch)  # warm-up: imports, pools, page cache
         t0 = time.perf_counter()
         samples, latencies = _load(port, args.seconds, args.concurrency, args.batch)
         elapsed = time.perf_counter() - t0
-        rss = psutil.Process(proc.pid).memory_info().rss / 2**20
+        server = psutil.Process(proc.pid)
+        rss = sum(p.memory_info().rss for p in [server, *server.children(recursive=True)]) / 2**20
     latencies.sort()
     return {
         "backend": args.backend,
@@ -146,6 +148,7 @@ def run(argv: list[str]) -> dict[str, object]:
         "batches": len(latencies),
         "samples_per_batch": args.batch,
         "concurrency": args.concurrency,
+        "workers": args.workers,
         "server_rss_mb": round(rss, 1),
         "cpus": os.cpu_count(),
     }

@@ -46,6 +46,7 @@ class Settings(BaseSettings):
     database_url: str = Field(default_factory=default_database_url)
     host: str = "127.0.0.1"
     port: int = 8080
+    workers: int = 1  # server processes; one of them (the leader) runs sources and correlator
     # Agents authenticate ingest with one of these (comma-separated in the environment).
     agent_tokens: Annotated[list[SecretStr], NoDecode] = Field(default_factory=list)
     # When set, the read API and pages require one of these; empty means open reads.

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import logging
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -15,6 +16,7 @@ from timeline import __version__, db
 from timeline.errors import BatchTooLarge, NotFound, TimelineError
 from timeline.settings import Settings
 from web.api import incidents, ingest, read
+from web.leader import LeaderLock
 from web.metrics import ServerMetrics
 from web.pages import fleet as fleet_page
 from web.runtime import ServerRuntime
@@ -44,15 +46,21 @@ def create_app(settings: Settings, *, configure: Configure | None = None) -> Fas
     factory = db.make_sessionmaker(engine)
     runtime = ServerRuntime(factory)
 
+    # Every worker process serves requests; only the one holding the lock runs periodic work.
+    # One leader per database on this host: a demo and a server on other databases both lead.
+    db_key = hashlib.sha1(settings.database_url.encode()).hexdigest()[:12]
+    leader = LeaderLock(settings.data_dir / f"server-leader-{db_key}.lock", runtime.start)
+
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
         if configure is not None:
             configure(runtime, settings)
-        runtime.start()
+        leader.start()
         log.info("fleetmedic %s serving with %s", __version__, settings.safe_database_url())
         try:
             yield
         finally:
+            leader.stop()
             runtime.stop()
             engine.dispose()
 
@@ -68,6 +76,7 @@ def create_app(settings: Settings, *, configure: Configure | None = None) -> Fas
     app.state.write_lock = db.write_lock(engine)
     app.state.metrics = ServerMetrics()
     app.state.runtime = runtime
+    app.state.leader = leader
     _error_handlers(app)
     app.include_router(ingest.router)
     app.include_router(read.router)
@@ -85,3 +94,16 @@ def create_app(settings: Settings, *, configure: Configure | None = None) -> Fas
         return Response(generate_latest(app.state.metrics.registry), media_type=CONTENT_TYPE_LATEST)
 
     return app
+
+
+def app_from_env() -> FastAPI:
+    """The app as `serve --workers N` starts it in each worker (settings from the environment)."""
+    from web.wiring import configure_runtime
+
+    settings = Settings()
+    # Worker processes start fresh: the CLI's logging set-up did not run here.
+    logging.basicConfig(
+        level=settings.log_level.upper(),
+        format="%(asctime)s %(levelname)s %(process)d %(name)s: %(message)s",
+    )
+    return create_app(settings, configure=configure_runtime)

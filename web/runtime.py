@@ -120,4 +120,5 @@ class ServerRuntime:
         if self.scheduler.running:
             self.scheduler.shutdown(wait=True)
         for _, thread in self.streams:
-            thread.join(timeout=10)
+            if thread.is_alive():  # never started where this process did not lead
+                thread.join(timeout=10)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from fastapi.testclient import TestClient
@@ -15,9 +16,14 @@ AGENT_TOKEN = "agent-secret-token"
 
 
 @pytest.fixture()
-def settings(migrated_url: str, engine: Engine) -> Settings:
-    """Settings on the test database with one agent token."""
-    return Settings(database_url=migrated_url, agent_tokens=[AGENT_TOKEN], page_refresh_s=0)
+def settings(migrated_url: str, engine: Engine, tmp_path: Path) -> Settings:
+    """Settings on the test database with one agent token and a data dir of its own."""
+    return Settings(
+        database_url=migrated_url,
+        agent_tokens=[AGENT_TOKEN],
+        page_refresh_s=0,
+        data_dir=tmp_path,
+    )
 
 
 @pytest.fixture()

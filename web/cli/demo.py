@@ -68,6 +68,7 @@ def register(app: typer.Typer) -> None:
             host=host,
             port=port,
             agent_tokens=[token],  # type: ignore[list-item]
+            workers=1,  # the demo's token lives in this process only
         )
         stop = threading.Event()
         fleet = DemoFleet(nodes=nodes, gpus_per_node=gpus_per_node)

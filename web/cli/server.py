@@ -2,21 +2,24 @@
 
 from __future__ import annotations
 
+import os
+from typing import Any
+
 import typer
 
 from timeline.settings import Settings
 
 
-def serve_settings(host: str | None, port: int | None, database_url: str | None) -> Settings:
+def serve_settings(
+    host: str | None, port: int | None, database_url: str | None, workers: int | None = None
+) -> Settings:
     """Settings from the environment/config file with command-line overrides."""
-    overrides: dict[str, object] = {}
-    if host is not None:
-        overrides["host"] = host
-    if port is not None:
-        overrides["port"] = port
-    if database_url is not None:
-        overrides["database_url"] = database_url
-    return Settings(**overrides)  # type: ignore[arg-type]
+    overrides = {"host": host, "port": port, "database_url": database_url, "workers": workers}
+    # Worker processes read settings from the environment: the overrides go there too.
+    for name, value in overrides.items():
+        if value is not None:
+            os.environ[f"FLEETMEDIC_{name.upper()}"] = str(value)
+    return Settings()
 
 
 def run_server(settings: Settings, *, upgrade: bool = True) -> None:
@@ -29,14 +32,16 @@ def run_server(settings: Settings, *, upgrade: bool = True) -> None:
 
     if upgrade:
         db.upgrade(settings.database_url)
-    app = create_app(settings, configure=configure_runtime)
-    uvicorn.run(
-        app,
-        host=settings.host,
-        port=settings.port,
-        log_level=settings.log_level.lower(),
-        access_log=False,
-    )
+    common: dict[str, Any] = {
+        "host": settings.host,
+        "port": settings.port,
+        "log_level": settings.log_level.lower(),
+        "access_log": False,
+    }
+    if settings.workers > 1:  # each worker builds its app from the environment
+        uvicorn.run("web.app:app_from_env", factory=True, workers=settings.workers, **common)
+    else:
+        uvicorn.run(create_app(settings, configure=configure_runtime), **common)
 
 
 def register(app: typer.Typer) -> None:
@@ -48,9 +53,12 @@ def register(app: typer.Typer) -> None:
         port: int = typer.Option(None, help="Port (FLEETMEDIC_PORT, default 8080)."),
         database_url: str = typer.Option(None, help="Overrides FLEETMEDIC_DATABASE_URL."),
         no_upgrade: bool = typer.Option(False, help="Do not run migrations at start."),
+        workers: int = typer.Option(
+            None, help="Server processes (FLEETMEDIC_WORKERS, default 1); one leads the sources."
+        ),
     ) -> None:
         """Run the server: ingest API, read API, fleet page, periodic sources and correlator."""
-        settings = serve_settings(host, port, database_url)
+        settings = serve_settings(host, port, database_url, workers)
         if not settings.agent_tokens:
             typer.echo(
                 "warning: no FLEETMEDIC_AGENT_TOKENS set; every ingest will get 403", err=True
