@@ -12,19 +12,16 @@ from sqlalchemy.orm import Session
 
 from correlator.attribution import (
     HARDWARE,
-    AllocationIndex,
     Ev,
-    GpuDirectory,
-    JobRef,
     VerdictCache,
     attribute,
     best_cause,
     can_explain,
     candidate_events,
-    load_jobs,
     select_events,
     to_ev,
 )
+from correlator.holdings import AllocationIndex, GpuDirectory, JobRef, load_jobs
 from correlator.incidents import IncidentBook, fingerprint, identity
 from correlator.models import CorrelationReport, Incident, IncidentState
 from correlator.nccl import RANK_FAILURE_KINDS, Culprit, find_culprit

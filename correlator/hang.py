@@ -15,7 +15,7 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from correlator import service
-from correlator.attribution import JobRef, held_gpus
+from correlator.holdings import JobRef, held_gpus
 from correlator.incidents import IncidentBook, fingerprint
 from correlator.models import AffectedJob, Incident, IncidentState
 from correlator.sql import among

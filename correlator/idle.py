@@ -8,7 +8,7 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from correlator import service
-from correlator.attribution import held_gpus
+from correlator.holdings import held_gpus
 from correlator.models import IdleFinding, IncidentState
 from correlator.sql import among
 from timeline import tables as t

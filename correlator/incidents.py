@@ -6,7 +6,8 @@ import hashlib
 from collections.abc import Iterable
 from typing import Any
 
-from correlator.attribution import HARDWARE, Ev, JobRef
+from correlator.attribution import HARDWARE, Ev
+from correlator.holdings import JobRef
 from correlator.models import AffectedJob, Incident, IncidentState
 from correlator.taxonomy import Blame, Verdict
 

@@ -6,7 +6,8 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from correlator.attribution import HARDWARE, AllocationIndex, Ev, JobRef, best_cause
+from correlator.attribution import HARDWARE, Ev, best_cause
+from correlator.holdings import AllocationIndex, JobRef
 from timeline.models import EventKind
 
 # torchrun's ChildFailedError report: "Root Cause (first observed failure): ... host : node-3".

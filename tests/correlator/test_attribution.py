@@ -6,7 +6,7 @@ from __future__ import annotations
 from sqlalchemy.orm import Session, sessionmaker
 
 from correlator import service as incidents
-from correlator.attribution import AllocationIndex, GpuDirectory
+from correlator.holdings import AllocationIndex, GpuDirectory
 from tests.correlator.correlator_fleet import NCCL_TIMEOUT, XID31, XID79, Fleet
 from timeline.models import Event, EventKind, Severity
 
