@@ -143,14 +143,22 @@ class AllocationIndex:
         return out
 
     def gpus_of(self, job_id: str, node: str, ts: float) -> set[int] | None:
-        """GPU indexes the job held on a node at `ts`; None means the whole node."""
+        """GPU indexes the job held on a node at `ts`; None: the whole node, or not known.
+
+        Not known is when no allocation of the job on that node is stored yet (the scheduler
+        source polls later than the agents report): no GPU on it may be ruled out then.
+        """
         held: set[int] = set()
+        known = False
         for s in self.by_node.get(node, ()):
-            if s.job.job_id == job_id and s.start <= ts < s.end:
+            if s.job.job_id != job_id:
+                continue
+            known = True
+            if s.start <= ts < s.end:
                 if s.gpu_index < 0:
                     return None
                 held.add(s.gpu_index)
-        return held
+        return held if known else None
 
 
 def held_gpus(session: Session, *, at: float) -> list[tuple[JobRef, GpuRef, Span]]:

@@ -118,6 +118,20 @@ def test_hardware_fault_on_a_gpu_the_job_did_not_hold_is_not_its_culprit(
     assert "2 NCCL timeouts on 2 hosts" in nccl.explanation and "SeqNum 1580" in nccl.explanation
 
 
+def test_xid79_is_the_culprit_even_before_the_scheduler_reported_the_jobs_gpus(
+    session_factory: sessionmaker[Session],
+) -> None:
+    fleet = Fleet(session_factory)
+    fleet.nodes(NODES[:2])  # the nodes and GPUs are known; job 4242's allocation is not yet
+    fleet.events(_xid79(ts=2000.0))
+    fleet.events(*_timeouts("4242", NODES[:2], ts=2600.0))
+    fleet.correlate(now=2610.0)
+    with session_factory() as s:
+        open_ = incidents.list_incidents(s, state="open")
+    assert [(i.category, i.culprit_node) for i in open_] == [("gpu_hardware", "gpu-node-00")]
+    assert open_[0].job_ids() == {"4242"} and len(open_[0].symptom_event_ids) == 2
+
+
 def test_rank_whose_seqnum_lags_names_its_host(session_factory: sessionmaker[Session]) -> None:
     fleet = Fleet(session_factory)
     fleet.nodes(NODES[:4])
