@@ -10,12 +10,15 @@ _PCI = re.compile(
 )
 
 
-def normalize_pci_bus_id(value: str | None) -> str | None:
-    """'00000000:3B:00.0', '0000:3b:00', '3b:00.0' all become '0000:3b:00.0'; junk stays."""
+def normalize_pci_bus_id(value: str | None, *, strict: bool = False) -> str | None:
+    """'00000000:3B:00.0', '0000:3b:00', '3b:00.0' all become '0000:3b:00.0'.
+
+    Junk is kept verbatim (a source's odd id is still evidence), or None when `strict`.
+    """
     if not value:
-        return value
+        return None if strict else value
     m = _PCI.match(value.strip())
     if not m:
-        return value
+        return None if strict else value
     domain = int(m["domain"] or "0", 16)
     return f"{domain:04x}:{int(m['bus'], 16):02x}:{int(m['dev'], 16):02x}.{int(m['fn'] or 0)}"

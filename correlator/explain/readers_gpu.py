@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 
 from collector.parse.dcgm import parse_dcgm_text
 from timeline.models import Event, EventKind, Severity
+from timeline.pci import normalize_pci_bus_id
 
 
 @dataclass
@@ -19,20 +20,6 @@ class ReadResult:
 
     events: list[Event] = field(default_factory=list)
     claimed: set[int] = field(default_factory=set)
-
-
-def normalize_pci(value: str | None) -> str | None:
-    """'00000000:3B:00.0' / '0000:3b:00' / '000:BA:80.0' -> '0000:3b:00.0' (lower case)."""
-    if not value:
-        return None
-    m = re.fullmatch(
-        r"(?:([0-9A-Fa-f]{1,8}):)?([0-9A-Fa-f]{1,2}):([0-9A-Fa-f]{1,2})(?:\.([0-7]))?",
-        value.strip(),
-    )
-    if not m:
-        return None
-    domain = int(m.group(1) or "0", 16)
-    return f"{domain:04x}:{int(m.group(2), 16):02x}:{int(m.group(3), 16):02x}.{m.group(4) or '0'}"
 
 
 def _event(kind: EventKind, raw: str, message: str, **kw: object) -> Event:
@@ -77,14 +64,14 @@ def read_nvidia_smi(lines: list[str]) -> ReadResult:
                     EventKind.GPU_LOST,
                     line,
                     f"nvidia-smi cannot reach the GPU: {why}",
-                    pci_bus_id=normalize_pci(m.group("pci")),
+                    pci_bus_id=normalize_pci_bus_id(m.group("pci"), strict=True),
                 )
             )
             out.claimed.add(i)
             continue
         h = _SMI_GPU_HEADER.match(line.strip())
         if h:
-            pci, section = normalize_pci(h.group("pci")), []
+            pci, section = normalize_pci_bus_id(h.group("pci"), strict=True), []
             continue
         if not line.strip():
             continue

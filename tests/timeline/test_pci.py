@@ -22,3 +22,9 @@ def test_bus_id_forms_normalize_to_one(raw: str, canonical: str) -> None:
 def test_unparseable_bus_id_is_kept_verbatim() -> None:
     assert normalize_pci_bus_id("not-a-bus") == "not-a-bus"
     assert normalize_pci_bus_id(None) is None
+
+
+def test_strict_normalization_turns_junk_into_none() -> None:
+    assert normalize_pci_bus_id("not-a-bus", strict=True) is None
+    assert normalize_pci_bus_id("", strict=True) is None
+    assert normalize_pci_bus_id("0000:3B:00", strict=True) == "0000:3b:00.0"
