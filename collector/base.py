@@ -74,3 +74,14 @@ class StreamingSource(Protocol):
     def run(self, emit: Emit, stop: threading.Event) -> None:
         """Emit observations as they arrive until `stop` is set."""
         ...
+
+
+def poll_until_stopped(
+    stop: threading.Event, *, collect: Callable[[], Observations], emit: Emit, interval_s: float
+) -> None:
+    """Emit what `collect` returns, every `interval_s`, until `stop` is set (a followed file)."""
+    while not stop.is_set():
+        obs = collect()
+        if not obs.is_empty():
+            emit(obs)
+        stop.wait(interval_s)

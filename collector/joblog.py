@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
-from collector.base import Emit, Observations
+from collector.base import Emit, Observations, poll_until_stopped
 from collector.health import SourceHealth
 from collector.parse.follow import FileFollower, LineStream
 from collector.parse.joblog import JobLogParser
@@ -93,11 +93,7 @@ class JobLogSource:
 
     def run(self, emit: Emit, stop: threading.Event) -> None:
         """Follow until `stop` is set; then release what is held and emit it."""
-        while not stop.is_set():
-            obs = self.collect()
-            if not obs.is_empty():
-                emit(obs)
-            stop.wait(self.poll_s)
+        poll_until_stopped(stop, collect=self.collect, emit=emit, interval_s=self.poll_s)
         final = self.close()
         if final:
             emit(Observations(events=final))

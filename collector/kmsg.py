@@ -20,7 +20,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from collector.base import Emit, Observations
+from collector.base import Emit, Observations, poll_until_stopped
 from collector.health import SourceHealth
 from collector.parse.follow import FileFollower
 from collector.parse.kernel import GpuMap, KernelLogParser
@@ -146,11 +146,7 @@ class KmsgSource:
 
     def run(self, emit: Emit, stop: threading.Event) -> None:
         """Follow until `stop` is set; on stop, release everything held and emit it."""
-        while not stop.is_set():
-            obs = self.collect()
-            if not obs.is_empty():
-                emit(obs)
-            stop.wait(self.poll_s)
+        poll_until_stopped(stop, collect=self.collect, emit=emit, interval_s=self.poll_s)
         final = [self._keyed(e) for e in self.parser.flush()]
         self._checkpoint()
         if final:
