@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collector.base import Observations
 from collector.health import SourceHealth
-from collector.slurm.parse import ParseError
+from collector.slurm.parse import parse_counted
 from collector.slurm.scontrol import ScontrolNode, parse_scontrol_nodes
 from timeline.models import Event, EventKind, Node, Scheduler, Severity
 
@@ -36,14 +36,11 @@ class NodeTracker:
         """Add nodes and NODE_STATE events for one `scontrol show node` output (None: failed)."""
         if text is None:
             return
-        try:
-            nodes, bad = parse_scontrol_nodes(text)
-        except ParseError as exc:
-            self.health.parse_failure("scontrol_show_node", str(exc))
-            return
-        for b in bad:
-            self.health.parse_failure("scontrol_node_record", b)
-        for n in nodes:
+        nodes = parse_counted(
+            text, parse_scontrol_nodes, self.health, whole="scontrol_show_node",
+            record="scontrol_node_record",
+        )  # fmt: skip
+        for n in nodes or []:
             obs.nodes.append(self._node(n, now))
             event = self._event(n, now)
             if event is not None:

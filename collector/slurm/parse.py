@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
+from collector.health import SourceHealth
 from collector.slurm.hostlist import (
     HostlistError,
     expand_hostlist,
@@ -36,6 +38,28 @@ TERMINAL_STATES = frozenset(
 
 class ParseError(ValueError):
     """A whole document (not one record) could not be parsed."""
+
+
+T = TypeVar("T")
+
+
+def parse_counted(
+    text: str,
+    parse: Callable[[str], tuple[list[T], list[str]]],
+    health: SourceHealth,
+    *,
+    whole: str,
+    record: str,
+) -> list[T] | None:
+    """Parse one command's output; count a failure of the whole (None) or of single records."""
+    try:
+        items, bad = parse(text)
+    except ParseError as exc:
+        health.parse_failure(whole, str(exc))
+        return None
+    for b in bad:
+        health.parse_failure(record, b)
+    return items
 
 
 def parse_slurm_time(text: str | None) -> float | None:

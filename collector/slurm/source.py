@@ -24,9 +24,9 @@ from collector.slurm.nodes import NodeTracker
 from collector.slurm.parse import (
     SACCT_PSV_FIELDS,
     TERMINAL_STATES,
-    ParseError,
     PsvRow,
     SacctRecord,
+    parse_counted,
     parse_sacct_json,
     parse_sacct_psv,
 )
@@ -106,14 +106,11 @@ class SlurmSource:
         text = self._command(["scontrol", "show", "job", "-d"], "scontrol show job")
         if text is None:
             return None
-        try:
-            jobs, bad = parse_scontrol_jobs(text)
-        except ParseError as exc:
-            self.health.parse_failure("scontrol_show_job", str(exc))
-            return None
-        for b in bad:
-            self.health.parse_failure("scontrol_job_record", b)
-        return {j.job_id: j for j in jobs}
+        jobs = parse_counted(
+            text, parse_scontrol_jobs, self.health, whole="scontrol_show_job",
+            record="scontrol_job_record",
+        )  # fmt: skip
+        return None if jobs is None else {j.job_id: j for j in jobs}
 
     def _sacct(self, now: float) -> tuple[list[SacctRecord], list[PsvRow]] | None:
         since = now - self.lookback_s if self._hwm is None else self._hwm - self.overlap_s
@@ -122,24 +119,22 @@ class SlurmSource:
         text = self._command(["sacct", "--json", *window], "sacct --json")
         if text is None:
             return None
-        try:
-            records, bad = parse_sacct_json(text)
-        except ParseError as exc:
-            self.health.parse_failure("sacct_json", str(exc))
+        records = parse_counted(
+            text, parse_sacct_json, self.health, whole="sacct_json", record="sacct_json_record"
+        )
+        if records is None:
             return None
-        for b in bad:
-            self.health.parse_failure("sacct_json_record", b)
         rows: list[PsvRow] = []
         psv = self._command(
             ["sacct", "-P", "-D", *window, f"--format={SACCT_PSV_FIELDS}"], "sacct -P"
         )
         if psv is not None:
-            try:
-                rows, bad = parse_sacct_psv(psv)
-                for b in bad:
-                    self.health.parse_failure("sacct_psv_line", b)
-            except ParseError as exc:
-                self.health.parse_failure("sacct_psv", str(exc))
+            rows = (
+                parse_counted(
+                    psv, parse_sacct_psv, self.health, whole="sacct_psv", record="sacct_psv_line"
+                )
+                or []
+            )
         return records, rows
 
     # --- collect ---
