@@ -14,16 +14,16 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from collector.parse.joblog import parse_job_line
+from collector.parse.kernel import parse_kernel_line
 from timeline.models import (
     Allocation,
     Batch,
     Event,
-    EventKind,
     GpuInfo,
     Job,
     Sample,
     Scheduler,
-    Severity,
 )
 
 TRACE = Path(__file__).resolve().parent / "data" / "h100_trace_spin_vs_compute.jsonl"
@@ -164,19 +164,7 @@ class DemoFleet:
         bad = self.gpus_of(job.nodes[0])[3]
         bus = bad.pci_bus_id[4:-2].lower()
         raw = f"NVRM: Xid (PCI:{bus}): 79, pid=48213, name=python, GPU has fallen off the bus."
-        self.pending_events[bad.node].append(
-            Event(
-                ts=ts,
-                node=bad.node,
-                source="kmsg",
-                kind=EventKind.XID,
-                code=79,
-                pci_bus_id=bus,
-                severity=Severity.CRITICAL,
-                message="GPU has fallen off the bus",
-                raw=raw,
-            )
-        )
+        self.pending_events[bad.node].append(_kernel_event(raw, node=bad.node, ts=ts))
         for rank, node in enumerate(job.nodes):
             line = (
                 f"[rank{8 * rank + 1}]:[E ProcessGroupNCCL.cpp:616] [Rank {8 * rank + 1}] Watchdog "
@@ -185,21 +173,7 @@ class DemoFleet:
                 "milliseconds before timing out."
             )
             self.pending_events[node].append(
-                Event(
-                    ts=ts + 600,
-                    node=node,
-                    source="joblog",
-                    kind=EventKind.NCCL_TIMEOUT,
-                    job_id=job.job_id,
-                    severity=Severity.ERROR,
-                    raw=line,
-                    payload={
-                        "op_type": "ALLREDUCE",
-                        "seq_num": 218764,
-                        "rank": 8 * rank + 1,
-                        "timeout_ms": 600000,
-                    },
-                )
+                _job_event(line, node=node, job_id=job.job_id, ts=ts + 600)
             )
         bad.phase = "idle"
         self.end(job, ts + 601, "FAILED", 1)
@@ -221,26 +195,8 @@ class DemoFleet:
         cuda = "RuntimeError: CUDA error: an illegal memory access was encountered"
         node = gpu.node
         self.pending_events[node] += [
-            Event(
-                ts=ts,
-                node=node,
-                source="kmsg",
-                kind=EventKind.XID,
-                code=31,
-                pci_bus_id=bus,
-                severity=Severity.ERROR,
-                message="MMU fault",
-                raw=xid,
-            ),
-            Event(
-                ts=ts + 0.5,
-                node=node,
-                source="joblog",
-                kind=EventKind.CUDA_ERROR,
-                job_id=job.job_id,
-                severity=Severity.ERROR,
-                raw=cuda,
-            ),
+            _kernel_event(xid, node=node, ts=ts),
+            _job_event(cuda, node=node, job_id=job.job_id, ts=ts + 0.5),
         ]
         self.end(job, ts + 1, "FAILED", 1)
 
@@ -354,3 +310,19 @@ class DemoFleet:
         ]
         batches.append(self.scheduler_batch(now))
         return batches
+
+
+def _kernel_event(line: str, *, node: str, ts: float) -> Event:
+    """The event the node agent's kernel-log parser makes of `line`."""
+    event = parse_kernel_line(line, node=node, ts=ts)
+    if event is None:
+        raise ValueError(f"the kernel-log parser no longer reads the demo line {line!r}")
+    return event
+
+
+def _job_event(line: str, *, node: str, job_id: str, ts: float) -> Event:
+    """The event the node agent's job-log parser makes of `line`."""
+    event = parse_job_line(line, node=node, job_id=job_id, ts=ts)
+    if event is None:
+        raise ValueError(f"the job-log parser no longer reads the demo line {line!r}")
+    return event
