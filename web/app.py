@@ -17,6 +17,7 @@ from timeline.errors import BatchTooLarge, NotFound, TimelineError
 from timeline.settings import Settings
 from web.api import incidents, ingest, read
 from web.leader import LeaderLock
+from web.logs import configure_logging
 from web.metrics import ServerMetrics
 from web.pages import fleet as fleet_page
 from web.runtime import ServerRuntime
@@ -101,9 +102,5 @@ def app_from_env() -> FastAPI:
     from web.wiring import configure_runtime
 
     settings = Settings()
-    # Worker processes start fresh: the CLI's logging set-up did not run here.
-    logging.basicConfig(
-        level=settings.log_level.upper(),
-        format="%(asctime)s %(levelname)s %(process)d %(name)s: %(message)s",
-    )
+    configure_logging(settings.log_level)  # a worker process starts fresh: set up here too
     return create_app(settings, configure=configure_runtime)

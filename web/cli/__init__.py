@@ -8,6 +8,7 @@ import logging
 import typer
 
 from timeline import __version__
+from web.logs import configure_logging
 
 app = typer.Typer(
     name="fleetmedic",
@@ -36,10 +37,7 @@ def _root(
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Debug logging."),
 ) -> None:
     """GPU fleet observability and self-healing."""
-    logging.basicConfig(
-        level=logging.DEBUG if verbose else logging.INFO,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-    )
+    configure_logging(logging.DEBUG if verbose else logging.INFO)
 
 
 for _name in _COMMAND_MODULES:
