@@ -46,9 +46,15 @@ def events_in_window(
     job_id: str | None = None,
     after_id: int | None = None,
     limit: int = 1000,
+    newest_first: bool = False,
 ) -> list[dict[str, Any]]:
-    """Events in [since, until), oldest first, optionally filtered."""
-    stmt = select(t.events).order_by(t.events.c.ts, t.events.c.id).limit(limit)
+    """Events in [since, until), oldest first (or newest first), optionally filtered."""
+    order = (
+        (t.events.c.ts.desc(), t.events.c.id.desc())
+        if newest_first
+        else (t.events.c.ts, t.events.c.id)
+    )
+    stmt = select(t.events).order_by(*order).limit(limit)
     if since is not None:
         stmt = stmt.where(t.events.c.ts >= since)
     if until is not None:

@@ -137,3 +137,11 @@ def test_a_job_stored_with_an_end_closes_its_open_allocations(session: Session) 
     session.commit()
     assert queries.jobs_holding_gpu(session, node="n1", gpu_index=0, at=10_000) == []
     assert len(queries.jobs_holding_gpu(session, node="n1", gpu_index=0, at=400)) == 1
+
+
+def test_events_in_window_can_return_the_newest_first(session: Session) -> None:
+    service.append_batch(session, batch=_batch())
+    session.commit()
+    newest = queries.events_in_window(session, limit=1, newest_first=True)
+    assert [e["kind"] for e in newest] == ["nccl_timeout"]  # ts 101.5, after the Xid at 101.0
+    assert [e["kind"] for e in queries.events_in_window(session, limit=1)] == ["xid"]

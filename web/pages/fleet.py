@@ -77,7 +77,7 @@ def _page_data(request: Request) -> dict[str, Any]:
     now = time.time()
     with request.app.state.session_factory() as session:
         nodes = fleet.fleet_view(session, now=now, idle_threshold=settings.idle_util_threshold)
-        events = queries.events_in_window(session, since=now - 3600, limit=10_000)[-25:]
+        events = queries.events_in_window(session, since=now - 3600, limit=25, newest_first=True)
         open_incidents = incidents.list_incidents(session, state="open", limit=50)
         idle_by_user = incidents.idle_totals(session, by="user", state="open")
     counts = Counter(g.state for n in nodes for g in n.gpus)
@@ -87,7 +87,7 @@ def _page_data(request: Request) -> dict[str, Any]:
         "total": sum(counts.values()),
         "colors": STATE_COLORS,
         "labels": STATE_LABELS,
-        "events": list(reversed(events)),
+        "events": events,
         "incidents": open_incidents,
         "idle_by_user": idle_by_user,
         "heatmap": utilization_heatmap(nodes) if nodes else "",
