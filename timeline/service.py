@@ -145,14 +145,13 @@ def append_events(
     if plain:
         session.execute(t.events.insert(), plain)
     stored = len(plain)
-    for row in keyed:
+    if keyed:  # one statement for all of them; RETURNING tells which were new
         stmt = (
             _insert(session, t.events)
-            .values(**row)
             .on_conflict_do_nothing(index_elements=["source", "dedup_key"])
             .returning(t.events.c.id)
         )
-        stored += len(session.execute(stmt).all())
+        stored += len(session.execute(stmt, keyed).all())
     return stored
 
 

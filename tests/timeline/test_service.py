@@ -145,3 +145,12 @@ def test_events_in_window_can_return_the_newest_first(session: Session) -> None:
     newest = queries.events_in_window(session, limit=1, newest_first=True)
     assert [e["kind"] for e in newest] == ["nccl_timeout"]  # ts 101.5, after the Xid at 101.0
     assert [e["kind"] for e in queries.events_in_window(session, limit=1)] == ["xid"]
+
+
+def test_keyed_events_repeated_inside_one_batch_are_stored_once(session: Session) -> None:
+    ev = Event(ts=1.0, node="n1", source="kmsg", kind=EventKind.XID, code=79, dedup_key="boot:7")
+    other = ev.model_copy(update={"dedup_key": "boot:8"})
+    batch = Batch(agent="a", node="n1", batch_id="batch-keyed-1", events=[ev, ev, other])
+    assert service.append_batch(session, batch=batch).events == 2
+    session.commit()
+    assert queries.count_rows(session, table="events") == 2
