@@ -154,6 +154,19 @@ def poll_until(
         if done(seen):
             return seen
         if time.monotonic() > end:
-            states = {k: (j.state, j.exit_code, j.nodes) for k, j in seen.jobs.items()}
-            raise AssertionError(f"not within {deadline_s}s: {what}; jobs seen: {states}")
+            states = {k: (j.state, j.exit_code, j.signal, j.nodes) for k, j in seen.jobs.items()}
+            health = {
+                "errors": dict(source.health.errors),
+                "parse": dict(source.health.parse_failures),
+            }
+            raise AssertionError(
+                f"not within {deadline_s}s: {what}; jobs seen: {states}; source health: {health}; "
+                f"sacct -P steps: {_sacct_steps(source)}"
+            )
         time.sleep(every_s)
+
+
+def _sacct_steps(source: SlurmSource) -> str:
+    """What accounting itself holds (job and step lines), for a failure message."""
+    result = source._run(["sacct", "-a", "-P", "-D", "--format=JobID,State,ExitCode,Start,End"], 20)
+    return result.stdout[-1500:] if result.ok else f"sacct failed: {result.error}"
