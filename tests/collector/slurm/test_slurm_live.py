@@ -124,6 +124,19 @@ def test_live_drained_node_reports_reason_and_who_drained_it(slurm_cluster: Slur
     assert states[-1] == []
 
 
+def test_live_time_limit_gives_timeout(slurm_cluster: SlurmCluster, timeout_job: str) -> None:
+    # Slurm checks limits every 30 s: a 1-minute job ends 60-90 s after it started.
+    src = slurm_cluster.source()
+    seen = poll_until(src, Seen(), ended(timeout_job, "TIMEOUT"), "TIMEOUT", 150, 2.0)
+    job = seen.jobs[timeout_job]
+    assert job.end_ts and job.start_ts and job.end_ts - job.start_ts >= 60
+    # The batch step's record (SIGTERM) may reach accounting a poll after the job's.
+    poll_until(src, seen, lambda s: s.jobs[timeout_job].signal is not None, "step signal")
+    assert seen.jobs[timeout_job].signal == 15
+
+
+# Last in the module, so that no other test's job ends while slurmdbd is down: the time-out job
+# used to end around this test, and once its step signal did not reach the source in time.
 def test_live_accounting_down_is_counted_and_caught_up_after(slurm_cluster: SlurmCluster) -> None:
     src = slurm_cluster.source()
     jid = slurm_cluster.sbatch("--gres=gpu:1", "-J", "during-outage", wrap="sleep 3")
@@ -141,14 +154,3 @@ def test_live_accounting_down_is_counted_and_caught_up_after(slurm_cluster: Slur
     # The window did not advance while sacct failed: the job's end is read once it is back.
     poll_until(src, seen, ended(jid, "COMPLETED"), "COMPLETED after the outage", deadline_s=45)
     assert seen.jobs[jid].exit_code == 0
-
-
-def test_live_time_limit_gives_timeout(slurm_cluster: SlurmCluster, timeout_job: str) -> None:
-    # Slurm checks limits every 30 s: a 1-minute job ends 60-90 s after it started.
-    src = slurm_cluster.source()
-    seen = poll_until(src, Seen(), ended(timeout_job, "TIMEOUT"), "TIMEOUT", 150, 2.0)
-    job = seen.jobs[timeout_job]
-    assert job.end_ts and job.start_ts and job.end_ts - job.start_ts >= 60
-    # The batch step's record (SIGTERM) may reach accounting a poll after the job's.
-    poll_until(src, seen, lambda s: s.jobs[timeout_job].signal is not None, "step signal")
-    assert seen.jobs[timeout_job].signal == 15
