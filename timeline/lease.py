@@ -23,9 +23,9 @@ from timeline.service import _insert
 
 # acquire() stops waiting for a row lock after this; the caller retries on its next tick.
 LOCK_WAIT_S = 2.0
-# PostgreSQL ends a fenced transaction left idle this long (its process paused or hung), so the
-# lease row it holds FOR SHARE is freed and another replica can take over.
-FENCE_IDLE_S = 10.0
+# PostgreSQL ends a lease or fenced transaction left idle this long (its process paused or hung),
+# so the lease row it locked is freed and another replica can take over.
+IDLE_TX_S = 10.0
 
 
 @dataclass(frozen=True)
@@ -65,6 +65,7 @@ def acquire(session: Session, *, name: str = "leader", holder: str, ttl_s: float
     if ttl_s <= 0:
         raise ValueError(f"ttl_s must be positive, got {ttl_s}")
     _set_local(session, "lock_timeout", LOCK_WAIT_S)
+    _set_local(session, "idle_in_transaction_session_timeout", IDLE_TX_S)
     lease, now = t.leases, _db_now(session)
     first = (
         _insert(session, lease)
@@ -94,6 +95,7 @@ def acquire(session: Session, *, name: str = "leader", holder: str, ttl_s: float
 def release(session: Session, *, name: str = "leader", holder: str, epoch: int) -> bool:
     """End `holder`'s term now, so that another replica takes over without waiting for expiry."""
     lease = t.leases
+    _set_local(session, "idle_in_transaction_session_timeout", IDLE_TX_S)
     done = session.execute(
         update(lease)
         .where(lease.c.name == name, lease.c.holder == holder, lease.c.epoch == epoch)
@@ -114,12 +116,12 @@ def fence(session: Session, *, name: str = "leader", epoch: int) -> None:
     Call it inside the write transaction whose effect must come from the leader only. Until that
     transaction ends, no other replica can take the lease over, so the write commits before any
     newer term begins or not at all. On PostgreSQL the lease row is held FOR SHARE, and the
-    transaction is ended by the server if it then sits idle for FENCE_IDLE_S: keep it short.
+    transaction is ended by the server if it then sits idle for IDLE_TX_S: keep it short.
     """
     lease = t.leases
     live = and_(lease.c.name == name, lease.c.epoch == epoch, lease.c.expires_ts > _db_now(session))
     if _is_pg(session):
-        _set_local(session, "idle_in_transaction_session_timeout", FENCE_IDLE_S)
+        _set_local(session, "idle_in_transaction_session_timeout", IDLE_TX_S)
         ok = session.execute(select(lease.c.epoch).where(live).with_for_update(read=True)).first()
     else:
         # An UPDATE takes SQLite's write lock: no other epoch can commit before this transaction.

@@ -154,15 +154,23 @@ def test_postgres_ends_a_fenced_transaction_left_idle_so_the_lease_can_move(
     session_factory: Factory, engine: Engine, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A leader paused (SIGSTOP) inside a fenced transaction must not block takeover forever."""
-    monkeypatch.setattr(lease, "FENCE_IDLE_S", 0.5)
+    monkeypatch.setattr(lease, "IDLE_TX_S", 0.5)
     held = _acquire(session_factory, "a", ttl_s=0.3)
     assert held is not None
     with pytest.raises(DBAPIError), unit_of_work(session_factory) as s:
         _record(s, "paused-leader")
         lease.fence(s, epoch=held.epoch)
-        time.sleep(1.2)  # "paused": idle in transaction past FENCE_IDLE_S
+        time.sleep(1.2)  # "paused": idle in transaction past IDLE_TX_S
         s.execute(select(func.count()).select_from(t.leases))  # the server closed the session
     taken = _acquire(session_factory, "b")
     assert taken is not None and taken.epoch == 2
     assert _stored(session_factory) == []
     engine.dispose()  # drop the pooled connection the server terminated
+
+
+@pytest.mark.parametrize("migrated_url", ["postgres"], indirect=True)
+def test_postgres_sessions_end_any_transaction_left_idle_for_a_minute(engine: Engine) -> None:
+    """A paused replica's open transaction (e.g. the correlator's advisory lock) cannot block
+    the other replicas for longer than this."""
+    with engine.connect() as conn:
+        assert conn.exec_driver_sql("SHOW idle_in_transaction_session_timeout").scalar() == "1min"
