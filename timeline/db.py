@@ -118,6 +118,34 @@ def scratch_database(
         admin.dispose()
 
 
+def wait_for_database(url: str, *, timeout_s: float) -> None:
+    """Return once the database at `url` answers a query; raise its last error after timeout_s.
+
+    For a migration job started together with its database (a Helm hook, a systemd unit).
+    """
+    from sqlalchemy import text
+    from sqlalchemy.exc import DBAPIError
+    from tenacity import (
+        Retrying,
+        retry_if_exception_type,
+        stop_after_delay,
+        wait_exponential_jitter,
+    )
+
+    engine = make_engine(url, poolclass=NullPool)
+    try:
+        for attempt in Retrying(
+            retry=retry_if_exception_type(DBAPIError),
+            stop=stop_after_delay(timeout_s),
+            wait=wait_exponential_jitter(multiplier=0.5, max=5.0, jitter=0.5),
+            reraise=True,
+        ):
+            with attempt, engine.connect() as conn:
+                conn.execute(text("select 1"))
+    finally:
+        engine.dispose()
+
+
 def alembic_config(url: str) -> Any:
     """An Alembic Config pointing at the packaged migrations and `url`."""
     from alembic.config import Config
