@@ -38,6 +38,18 @@ def _split_list(value: Any) -> Any:
     return value
 
 
+def _split_tokens(value: Any) -> Any:
+    """Token lists split like other lists, but one that is set and holds no token is an error.
+
+    `FLEETMEDIC_API_TOKENS=" , "` must not leave reads open by accident: fail closed, loudly.
+    """
+    items = _split_list(value)
+    given = value.strip() if isinstance(value, str) else value
+    if given and not [i for i in items if str(i).strip()]:
+        raise ValueError("is set but holds no token; unset it, or give at least one token")
+    return [i.strip() if isinstance(i, str) else i for i in items if str(i).strip()]
+
+
 class Settings(BaseSettings):
     """Configuration; every field can be set as FLEETMEDIC_<NAME> or in the TOML config file."""
 
@@ -47,10 +59,14 @@ class Settings(BaseSettings):
     host: str = "127.0.0.1"
     port: int = 8080
     workers: int = 1  # server processes; one of them (the leader) runs sources and correlator
-    # Agents authenticate ingest with one of these (comma-separated in the environment).
+    # Agents authenticate ingest with one of these: TOKEN, or TOKEN@NODE_GLOB to bind it to nodes.
     agent_tokens: Annotated[list[SecretStr], NoDecode] = Field(default_factory=list)
-    # When set, the read API and pages require one of these; empty means open reads.
+    # People and tools: [ROLE:[NAME:]]TOKEN, ROLE viewer (default) or admin. When none is set,
+    # reads are open; admin work (approve, reject, reset) always needs an admin token.
     api_tokens: Annotated[list[SecretStr], NoDecode] = Field(default_factory=list)
+    session_secret: SecretStr | None = None  # signs page-login cookies; default: from the tokens
+    session_max_age_s: int = 12 * 3600  # a page login lasts this long
+    session_https_only: bool = False  # mark the session cookie Secure (set behind HTTPS)
     max_body_bytes: int = 16 * 1024 * 1024
     max_batch_items: int = 50_000
     log_level: str = "INFO"
@@ -146,9 +162,8 @@ class Settings(BaseSettings):
     idle_min_duration_s: float = 1800.0  # allocated and idle this long: an idle finding
     idle_cost_per_gpu_hour: float = 2.0  # dollars, for the waste estimate
 
+    _tokens = field_validator("agent_tokens", "api_tokens", mode="before")(_split_tokens)
     _split = field_validator(
-        "agent_tokens",
-        "api_tokens",
         "kubernetes_user_keys",
         "wandb_dirs",
         "wandb_projects",

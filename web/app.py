@@ -5,20 +5,25 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
+from urllib.parse import quote
 
 from fastapi import FastAPI, Request
-from fastapi.responses import JSONResponse, PlainTextResponse, Response
+from fastapi.responses import JSONResponse, PlainTextResponse, RedirectResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from sqlalchemy import text
+from starlette.middleware.sessions import SessionMiddleware
 
 from timeline import __version__, db
 from timeline.errors import BatchTooLarge, NotFound, TimelineError
 from timeline.settings import Settings
 from web.api import incidents, ingest, read
+from web.auth import TokenTable
 from web.leader import LeaseElector
 from web.logs import configure_logging
 from web.metrics import ServerMetrics
 from web.pages import fleet as fleet_page
+from web.pages import login as login_page
+from web.pages.templating import LoginRequired
 from web.runtime import ServerRuntime
 
 log = logging.getLogger(__name__)
@@ -35,13 +40,21 @@ def _error_handlers(app: FastAPI) -> None:
     async def not_found(_: Request, exc: NotFound) -> JSONResponse:
         return JSONResponse(status_code=404, content={"detail": str(exc)})
 
+    @app.exception_handler(LoginRequired)
+    async def to_login(_: Request, exc: LoginRequired) -> RedirectResponse:
+        return RedirectResponse(f"/login?next={quote(exc.next_path)}", status_code=303)
+
     @app.exception_handler(TimelineError)
     async def bad_request(_: Request, exc: TimelineError) -> JSONResponse:
         return JSONResponse(status_code=400, content={"detail": str(exc)})
 
 
 def create_app(settings: Settings, *, configure: Configure | None = None) -> FastAPI:
-    """Build the app; `configure` adds periodic jobs (cluster sources, correlator)."""
+    """Build the app; `configure` adds periodic jobs (cluster sources, correlator).
+
+    A malformed token setting is a ValueError here, before anything is served (fail closed).
+    """
+    tokens = TokenTable.from_settings(settings)
     engine = db.make_engine(settings.database_url)
     factory = db.make_sessionmaker(engine)
     runtime = ServerRuntime(factory)
@@ -73,13 +86,23 @@ def create_app(settings: Settings, *, configure: Configure | None = None) -> Fas
         lifespan=lifespan,
     )
     app.state.settings = settings
+    app.state.tokens = tokens
     app.state.engine = engine
     app.state.session_factory = factory
     app.state.write_lock = db.write_lock(engine)
     app.state.metrics = ServerMetrics(leader)
     app.state.runtime = runtime
     app.state.leader = leader
+    app.add_middleware(
+        SessionMiddleware,
+        secret_key=tokens.session_secret(settings),
+        session_cookie="fleetmedic_session",
+        max_age=settings.session_max_age_s,
+        same_site="lax",
+        https_only=settings.session_https_only,
+    )
     _error_handlers(app)
+    app.include_router(login_page.router)
     app.include_router(ingest.router)
     app.include_router(read.router)
     app.include_router(incidents.router)

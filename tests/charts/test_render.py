@@ -10,6 +10,7 @@ import typer.main
 
 from tests.charts.chart import CHART, VALUE_SETS, env, helm, kinds, only, render, render_text
 from timeline.settings import Settings
+from web.auth import Role, TokenTable
 from web.cli import app as cli
 
 KUBE_VERSIONS = ("1.25.0", "1.37.0")  # the chart's kubeVersion floor, and the newest schemas
@@ -108,11 +109,17 @@ def test_existing_secrets_are_used_and_the_chart_renders_none_of_its_own() -> No
     assert agent["FLEETMEDIC_AGENT_TOKEN"]["secretKeyRef"]["name"] == "fleetmedic-tokens"
 
 
-def test_generated_agent_token_is_one_the_server_accepts() -> None:
-    docs = render({})
-    secret = only(docs, "Secret")["stringData"]
-    assert len(secret["agent-token"]) == 48
-    assert secret["agent-token"] in secret["agent-tokens"].split(",")
+@pytest.mark.parametrize(
+    "tokens", [[], ["bound-token-0123456789abcdef@gpu-node-*", "other-token-0123456789abcdef"]]
+)
+def test_the_agents_token_is_one_the_server_accepts_for_its_nodes(tokens: list[str]) -> None:
+    secret = only(render({"auth": {"agentTokens": tokens}}), "Secret")["stringData"]
+    if not tokens:  # generated
+        assert len(secret["agent-token"]) == 48
+    table = TokenTable.from_settings(Settings(agent_tokens=secret["agent-tokens"]))
+    principal = table.lookup(secret["agent-token"])
+    assert principal is not None and principal.role is Role.AGENT
+    assert principal.node_glob in (None, "gpu-node-*")
 
 
 def test_more_than_one_replica_on_sqlite_is_refused() -> None:

@@ -120,7 +120,8 @@ def test_reads_need_a_token_when_api_tokens_are_set(settings: Settings) -> None:
             c.get("/api/v1/gpus", headers={"Authorization": "Bearer reader-token"}).status_code
             == 200
         )
-        assert c.get("/").status_code == 401
+        page = c.get("/", follow_redirects=False)
+        assert page.status_code == 303 and page.headers["location"] == "/login?next=/"
 
 
 def test_metrics_and_health_endpoints(client: TestClient, auth: dict[str, str]) -> None:

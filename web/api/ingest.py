@@ -13,7 +13,7 @@ from pydantic import ValidationError
 from timeline import service
 from timeline.db import unit_of_work
 from timeline.models import AppendResult, Batch
-from web.auth import require_agent
+from web.auth import Principal, require_agent
 
 log = logging.getLogger(__name__)
 router = APIRouter(prefix="/api/v1", tags=["ingest"])
@@ -40,8 +40,8 @@ async def _read_limited(request: Request, limit: int) -> bytes:
     return b"".join(chunks)
 
 
-@router.post("/ingest", response_model=AppendResult, dependencies=[Depends(require_agent)])
-async def ingest(request: Request) -> AppendResult:
+@router.post("/ingest", response_model=AppendResult)
+async def ingest(request: Request, principal: Principal = Depends(require_agent)) -> AppendResult:
     """Store one batch from an agent; a replayed batch_id is acknowledged and stored nothing."""
     settings = request.app.state.settings
     body = await _read_limited(request, settings.max_body_bytes)
@@ -51,6 +51,9 @@ async def ingest(request: Request) -> AppendResult:
         errors = _field_errors(exc)
         log.info("rejected batch: %s", errors[:3])
         raise HTTPException(422, detail=errors) from None
+    if not principal.may_write_node(batch.node):
+        log.warning("%s may not write node %r; batch refused", principal.name, batch.node)
+        raise HTTPException(403, detail=f"this agent token may not write node {batch.node!r}")
     factory = request.app.state.session_factory
     lock = request.app.state.write_lock
 

@@ -5,23 +5,20 @@ from __future__ import annotations
 import time
 from collections import Counter
 from functools import lru_cache
-from pathlib import Path
 from typing import Any
 
 import plotly.graph_objects as go
 from fastapi import APIRouter, Depends, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import HTMLResponse, Response
-from fastapi.templating import Jinja2Templates
 
 from correlator import service as incidents
 from timeline import fleet, queries
 from timeline.fleet import GpuState, NodeView
-from web.auth import require_reader
+from web.auth import Principal
+from web.pages.templating import page_viewer, render
 
 router = APIRouter(include_in_schema=False)
-templates = Jinja2Templates(directory=str(Path(__file__).resolve().parent.parent / "templates"))
-templates.env.filters["clock"] = lambda ts: time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(ts))
 
 STATE_COLORS = {
     GpuState.BUSY: "#2e7d32",
@@ -96,11 +93,11 @@ def _page_data(request: Request) -> dict[str, Any]:
     }
 
 
-@router.get("/", response_class=HTMLResponse, dependencies=[Depends(require_reader)])
-async def fleet_grid(request: Request) -> HTMLResponse:
+@router.get("/", response_class=HTMLResponse)
+async def fleet_grid(request: Request, principal: Principal = Depends(page_viewer)) -> Response:
     """The fleet grid page."""
     data = await run_in_threadpool(_page_data, request)
-    return templates.TemplateResponse(request, "fleet.html.jinja", data)
+    return render(request, "fleet.html.jinja", data, principal=principal)
 
 
 @router.get("/static/plotly.min.js")
