@@ -28,12 +28,12 @@ from web.logs import configure_logging
 from web.runtime import ServerRuntime
 from web.wiring import configure_runtime
 
-PROBE_WORK_S = float(os.environ.get("PROBE_WORK_S", "1.0"))
+PROBE_WORK_S = float(os.environ.get("PROBE_WORK_S", "2.0"))
 INSERT = text("INSERT INTO probe_writes (replica, epoch, seq) VALUES (:replica, :epoch, :seq)")
 
 
 class FencedProbe:
-    """One leader-only write per run, logged as `begin|committed|refused EPOCH SEQ`."""
+    """One leader-only write per run, logged as `begin|working|committed|refused EPOCH SEQ TS`."""
 
     def __init__(self, runtime: ServerRuntime, replica: str, log: Path) -> None:
         self.runtime, self.replica, self.log = runtime, replica, log
@@ -50,6 +50,7 @@ class FencedProbe:
             with unit_of_work(self.runtime.factory) as session:
                 values = {"replica": self.replica, "epoch": epoch, "seq": seq}
                 session.execute(INSERT, values)
+                self._note("working", epoch, seq)
                 time.sleep(PROBE_WORK_S)  # the work between deciding and recording it
                 self.runtime.fence(session)
         except StaleLeader:
