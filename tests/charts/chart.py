@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
-import pytest
 import yaml
+
+from tests.conftest import missing
 
 ROOT = Path(__file__).resolve().parents[2]
 CHART = ROOT / "charts" / "fleetmedic"
@@ -24,9 +24,7 @@ def helm() -> Any:
     try:
         import helm_python
     except ImportError as exc:  # e.g. no wheel for this platform
-        if os.environ.get("REQUIRE_HELM") == "1":
-            pytest.fail(f"REQUIRE_HELM=1 but helm-python-sdk does not load: {exc}")
-        pytest.skip(f"SKIPPED (no Helm engine): helm-python-sdk does not load: {exc}")
+        missing("REQUIRE_HELM", f"no Helm engine: helm-python-sdk does not load: {exc}")
     return helm_python
 
 

@@ -3,7 +3,6 @@ their settings from environment files that name real settings."""
 
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -11,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.charts.chart import ROOT
+from tests.conftest import missing
 from timeline.settings import Settings
 
 UNITS = ROOT / "charts" / "systemd"
@@ -20,11 +20,7 @@ AGENT, SERVER = "fleetmedic-agent.service", "fleetmedic-server.service"
 def _systemd_analyze() -> str:
     path = shutil.which("systemd-analyze")
     if path is None:
-        if os.environ.get("REQUIRE_SYSTEMD") == "1":
-            pytest.fail(
-                "REQUIRE_SYSTEMD=1 but no systemd-analyze (tests/system_deps.sh installs it)"
-            )
-        pytest.skip("SKIPPED (no systemd-analyze): install Debian's systemd package")
+        missing("REQUIRE_SYSTEMD", "no systemd-analyze: tests/system_deps.sh installs systemd")
     return path
 
 
