@@ -70,7 +70,10 @@ class LeaseElector:
 
     def _run(self) -> None:
         while not self._stop.is_set():
-            self.tick()
+            try:
+                self.tick()
+            except Exception:  # starting or stopping the work failed: the election goes on
+                log.exception("lease %r: a round of the election failed", self.name)
             wait = self.renew_s
             if self.epoch is not None:  # wake at the deadline too, to step down on time
                 wait = min(wait, max(0.0, self._deadline - self.clock()))

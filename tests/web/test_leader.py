@@ -16,7 +16,7 @@ import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy.orm import Session, sessionmaker
 
-from timeline import db
+from timeline import db, lease
 from timeline.db import unit_of_work
 from timeline.errors import StaleLeader
 from timeline.settings import Settings
@@ -128,6 +128,25 @@ def test_a_leader_that_cannot_reach_the_store_steps_down_at_its_deadline(
     a.tick()
     assert calls.log == ["elected 1", "deposed"]
     unmigrated.dispose()
+
+
+def test_a_failing_start_of_the_work_does_not_end_the_election(session_factory: Factory) -> None:
+    def broken_start(epoch: int) -> None:
+        raise RuntimeError("the scheduler could not start")
+
+    a = LeaseElector(
+        session_factory, on_elected=broken_start, on_deposed=lambda: None, holder="a",
+        lease_s=5.0, renew_s=0.1,
+    )  # fmt: skip
+    a.start()
+    assert _wait(a.elected.is_set)
+    with session_factory() as s:
+        first = lease.current(s)
+    time.sleep(0.5)
+    with session_factory() as s:
+        later = lease.current(s)
+    a.stop()
+    assert first is not None and later is not None and later.expires_ts > first.expires_ts
 
 
 def test_renewal_must_come_before_the_lease_runs_out(session_factory: Factory) -> None:
