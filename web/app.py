@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import logging
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -19,7 +18,7 @@ from timeline.errors import BatchTooLarge, NotFound, TimelineError
 from timeline.settings import Settings
 from web.api import incidents, ingest, read
 from web.auth import TokenTable
-from web.leader import LeaderLock
+from web.leader import LeaseElector
 from web.logs import configure_logging
 from web.metrics import ServerMetrics
 from web.pages import fleet as fleet_page
@@ -59,11 +58,14 @@ def create_app(settings: Settings, *, configure: Configure | None = None) -> Fas
     engine = db.make_engine(settings.database_url)
     factory = db.make_sessionmaker(engine)
     runtime = ServerRuntime(factory)
-
-    # Every worker process serves requests; only the one holding the lock runs periodic work.
-    # One leader per database on this host: a demo and a server on other databases both lead.
-    db_key = hashlib.sha1(settings.database_url.encode()).hexdigest()[:12]
-    leader = LeaderLock(settings.data_dir / f"server-leader-{db_key}.lock", runtime.start)
+    # Every process (worker or replica) serves requests; only the lease holder runs periodic work.
+    leader = LeaseElector(
+        factory,
+        on_elected=runtime.start_leading,
+        on_deposed=runtime.stop_leading,
+        lease_s=settings.leader_lease_s,
+        renew_s=settings.leader_renew_s,
+    )
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
@@ -74,8 +76,7 @@ def create_app(settings: Settings, *, configure: Configure | None = None) -> Fas
         try:
             yield
         finally:
-            leader.stop()
-            runtime.stop()
+            leader.stop()  # stops the periodic work, then releases the lease
             engine.dispose()
 
     app = FastAPI(
@@ -89,7 +90,7 @@ def create_app(settings: Settings, *, configure: Configure | None = None) -> Fas
     app.state.engine = engine
     app.state.session_factory = factory
     app.state.write_lock = db.write_lock(engine)
-    app.state.metrics = ServerMetrics()
+    app.state.metrics = ServerMetrics(leader)
     app.state.runtime = runtime
     app.state.leader = leader
     app.add_middleware(
