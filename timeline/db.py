@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 import tempfile
 import threading
 import uuid
@@ -15,7 +16,16 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.orm import Session, sessionmaker
 from sqlalchemy.pool import NullPool
 
-ALEMBIC_DIR = Path(__file__).resolve().parent.parent / "alembic"
+
+def _alembic_dir() -> Path:
+    """The migrations: beside the source tree, or where a wheel install put them."""
+    source = Path(__file__).resolve().parent.parent / "alembic"
+    if (source / "env.py").is_file():
+        return source
+    return Path(sys.prefix) / "share" / "fleetmedic" / "alembic"
+
+
+ALEMBIC_DIR = _alembic_dir()
 # A process paused or hung inside a transaction keeps its locks (the correlator's advisory lock,
 # row locks) until its connection dies, and a paused server replica's connections never die:
 # PostgreSQL ends such a session after this long instead, so the other replicas carry on.
