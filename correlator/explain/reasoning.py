@@ -6,7 +6,7 @@ from dataclasses import dataclass, replace
 
 from correlator.explain.hosts import distinct
 from correlator.rules import caused_by, classify_event
-from correlator.taxonomy import Verdict
+from correlator.taxonomy import Category, Verdict
 from timeline.models import Event, EventKind
 
 
@@ -84,10 +84,38 @@ def node_of(conclusion: Conclusion, text_hosts: list[str]) -> str | None:
     hosts = distinct([f.event.node for f in own if f.event.node])
     if len(hosts) == 1:
         return hosts[0]
-    if hosts:
-        return None  # several nodes show it: the text does not single one out
+    if hosts:  # several nodes show it: the first to fail, if the text's clocks say so
+        return first_in_time(own, conclusion.verdict)
     others = distinct(text_hosts)
     return others[0] if len(others) == 1 else None
+
+
+_CASCADE = {Category.USER_CODE, Category.OOM_HOST, Category.OOM_GPU}
+FIRST_MARGIN_S = 1.0
+
+
+def first_in_time(own: list[Finding], verdict: Verdict) -> str | None:
+    """The host whose failure came first, when one job's ranks failed on several hosts and the
+    text's own timestamps put one host ahead by FIRST_MARGIN_S; else None. Independent faults
+    of several nodes (drained nodes, link errors seen from both ends) are not a cascade."""
+    if verdict.category not in _CASCADE:
+        return None
+    first: dict[str, float] = {}
+    for f in own:
+        ev = f.event
+        if (
+            not ev.node
+            or ev.ts <= 0
+            or ev.payload.get("ts_unknown")
+            or ev.payload.get("ts_is_uptime")
+        ):
+            return None  # a clock the text does not show cannot order the hosts
+        key = ev.node.lower()
+        first[key] = min(first.get(key, ev.ts), ev.ts)
+    ordered = sorted(first.items(), key=lambda kv: kv[1])
+    if len(ordered) < 2 or ordered[1][1] - ordered[0][1] < FIRST_MARGIN_S:
+        return None
+    return next(f.event.node for f in own if f.event.node and f.event.node.lower() == ordered[0][0])
 
 
 def gpu_of(conclusion: Conclusion) -> tuple[str | None, int | None]:
