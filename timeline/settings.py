@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import platformdirs
 from pydantic import Field, SecretStr, field_validator
@@ -73,6 +73,21 @@ class Settings(BaseSettings):
     data_dir: Path = Field(default_factory=default_data_dir)
     page_refresh_s: int = 10
     idle_util_threshold: float = 5.0  # percent; allocated GPUs at or below this count as idle
+
+    # --- hardening (the input boundary, slow clients, errors, logging) ---
+    ingest_max_age_s: float = 30 * 86400.0  # samples/events older than this are refused
+    ingest_max_ahead_s: float = 3600.0  # any time this far past the server's clock is refused
+    api_max_response_bytes: int = 4 * 1024 * 1024  # list reads stop here (X-Truncated header)
+    database_busy_timeout_s: float = 10.0  # wait this long on a locked database, then 503
+    metrics_public: bool = True  # /metrics without a token (else a viewer token or login)
+    docs_public: bool = True  # /docs and /openapi.json without a token (else a viewer)
+    header_timeout_s: float = 10.0  # a request's headers must arrive within this
+    body_timeout_s: float = 60.0  # ...and its body within this after the headers
+    keepalive_timeout_s: float = 5.0  # an idle kept-alive connection is closed after this
+    max_connections: int = 2048  # open connections per server process; past it: 503
+    max_connections_per_source: int = 256  # open connections from one client address
+    shutdown_timeout_s: float = 10.0  # SIGTERM: in-flight requests get this long, then cut
+    log_format: Literal["text", "json"] = "text"  # json: one JSON object per line
 
     # --- agent (node-side sources) ---
     agent_server_url: str = "http://127.0.0.1:8080"

@@ -18,7 +18,17 @@ from web import auth
 
 templates = Jinja2Templates(directory=str(Path(__file__).resolve().parent.parent / "templates"))
 templates.env.autoescape = True
-templates.env.filters["clock"] = lambda ts: time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(ts))
+
+
+def clock(ts: float | None) -> str:
+    """UTC wall-clock text of a UNIX time; "?" for one no clock can show (never a 500)."""
+    try:
+        return time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(ts))
+    except (OverflowError, OSError, ValueError, TypeError):
+        return "?"
+
+
+templates.env.filters["clock"] = clock
 
 
 def render(
