@@ -39,6 +39,7 @@ WINDOW_CONTEXT = "time_window"  # validation-context key of the ingest's TimeWin
 NAME_PATTERN = r"^[^\x00-\x1F\x7F]*$"  # names and ids: no control character at all
 TEXT_PATTERN = r"^[^\x00-\x08\x0B\x0C\x0E-\x1F\x7F]*$"  # text: tab, newline and CR allowed
 _TEXT_BAD = re.compile(r"[\x00-\x08\x0B\x0C\x0E-\x1F\x7F]")
+_ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b[@-Z\\-_]")  # terminal colour/cursor codes
 TRUNCATED = " ...[truncated]"  # marks log text cut at its cap
 MESSAGE_MAX = 4096  # an event's message
 RAW_MAX = 16384  # an event's raw text: the verbatim log line(s)
@@ -82,10 +83,10 @@ def clean_text(value: str, limit: int | None = None) -> str:
     """`value` without NUL and other control characters (tab, newline, CR kept), capped.
 
     For parsers of text a cluster user can write (job output, kernel lines): they must hand
-    the store only what the contract accepts.
+    the store only what the contract accepts. Terminal escape sequences (colours) go whole.
     """
     if _TEXT_BAD.search(value):
-        value = _TEXT_BAD.sub("", value)
+        value = _TEXT_BAD.sub("", _ANSI.sub("", value))
     return value if limit is None else cap(value, limit)
 
 

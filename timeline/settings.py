@@ -88,6 +88,7 @@ class Settings(BaseSettings):
     max_connections_per_source: int = 256  # open connections from one client address
     shutdown_timeout_s: float = 10.0  # SIGTERM: in-flight requests get this long, then cut
     log_format: Literal["text", "json"] = "text"  # json: one JSON object per line
+    agent_bisect_after: int = 5  # server errors on one batch before the agent bisects it
 
     # --- agent (node-side sources) ---
     agent_server_url: str = "http://127.0.0.1:8080"

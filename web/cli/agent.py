@@ -192,6 +192,7 @@ def build_agent(
         agent=f"fleetmedic-agent@{node_name}",
         node=node_name,
         max_batch_items=settings.agent_batch_max_items,
+        bisect_after=settings.agent_bisect_after,
     )
     built = build_sources(node=node_name, settings=settings, state_dir=spool_path.parent, **sources)
     the_agent = Agent(
