@@ -95,8 +95,11 @@ def create_app(settings: Settings, *, configure: Configure | None = None) -> Fas
 
 def app_from_env() -> FastAPI:
     """The app as `serve --workers N` starts it in each worker (settings from the environment)."""
+    from web.serving import GuardedHttpToolsProtocol, Limits
     from web.wiring import configure_runtime
 
     settings = Settings()
-    configure_logging(settings.log_level)  # a worker process starts fresh: set up here too
+    # A worker process starts fresh: its logging and connection limits are set up here too.
+    configure_logging(settings.log_level, settings.log_format)
+    GuardedHttpToolsProtocol.configure(Limits.from_settings(settings))
     return create_app(settings, configure=configure_runtime)

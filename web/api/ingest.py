@@ -13,6 +13,7 @@ from typing import Any
 
 from fastapi import APIRouter, Depends, HTTPException, Request
 from fastapi.concurrency import run_in_threadpool
+from starlette.requests import ClientDisconnect
 
 from timeline import service
 from timeline.bounds import TimeWindow
@@ -45,11 +46,14 @@ async def _read_limited(request: Request, limit: int) -> bytes:
         raise HTTPException(413, f"body over {limit} bytes")
     chunks: list[bytes] = []
     size = 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > limit:  # a lying or absent Content-Length is caught while streaming
-            raise HTTPException(413, f"body over {limit} bytes")
-        chunks.append(chunk)
+    try:
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > limit:  # a lying or absent Content-Length is caught while streaming
+                raise HTTPException(413, f"body over {limit} bytes")
+            chunks.append(chunk)
+    except ClientDisconnect:  # gone mid-body (or cut by the body timeout): nobody to answer
+        raise HTTPException(408, "the client left before its body was complete") from None
     return b"".join(chunks)
 
 

@@ -231,9 +231,6 @@ def register(app: typer.Typer) -> None:
         fake_gpus: int = typer.Option(1, help="GPUs the fake NVML simulates."),
     ) -> None:
         """Run the node agent until SIGTERM/SIGINT; everything is spooled before delivery."""
-        # A line per poll (APScheduler) and per POST (httpx) would drown what matters.
-        for noisy in ("apscheduler", "httpx"):
-            logging.getLogger(noisy).setLevel(logging.WARNING)
         settings = Settings()
         sources = {
             "names": source or default_sources(),
