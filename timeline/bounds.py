@@ -185,7 +185,7 @@ def check_json(value: Any, *, max_bytes: int, max_depth: int = JSON_MAX_DEPTH) -
         if depth > max_depth:
             raise ValueError(f"nests deeper than {max_depth} levels")
         if isinstance(item, dict):
-            size += 2
+            size += 2 + len(item)  # braces and commas
             for key, sub in item.items():
                 if not isinstance(key, str):
                     raise ValueError("has a key that is not a string")
@@ -214,12 +214,17 @@ def check_json(value: Any, *, max_bytes: int, max_depth: int = JSON_MAX_DEPTH) -
 
 
 def _string_bytes(value: str) -> int:
+    """Bytes of `value` as a JSON string: UTF-8, quotes, and the characters JSON escapes."""
     if _TEXT_BAD.search(value):
         raise ValueError("holds a string with a NUL or control character")
     try:
-        return len(value.encode("utf-8")) + 2
+        raw = len(value.encode("utf-8"))
     except UnicodeEncodeError:  # a lone surrogate: no database stores it
         raise ValueError("holds a string that is not valid Unicode") from None
+    return raw + 2 + sum(value.count(c) for c in _JSON_ESCAPED)
+
+
+_JSON_ESCAPED = ('"', "\\", "\t", "\n", "\r")
 
 
 def json_capped(max_bytes: int) -> AfterValidator:
