@@ -39,6 +39,7 @@ WINDOW_CONTEXT = "time_window"  # validation-context key of the ingest's TimeWin
 NAME_PATTERN = r"^[^\x00-\x1F\x7F]*$"  # names and ids: no control character at all
 TEXT_PATTERN = r"^[^\x00-\x08\x0B\x0C\x0E-\x1F\x7F]*$"  # text: tab, newline and CR allowed
 _TEXT_BAD = re.compile(r"[\x00-\x08\x0B\x0C\x0E-\x1F\x7F]")
+_NAME_BAD = re.compile(r"[\x00-\x1F\x7F]")
 _ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b[@-Z\\-_]")  # terminal colour/cursor codes
 TRUNCATED = " ...[truncated]"  # marks log text cut at its cap
 MESSAGE_MAX = 4096  # an event's message
@@ -88,6 +89,14 @@ def clean_text(value: str, limit: int | None = None) -> str:
     if _TEXT_BAD.search(value):
         value = _TEXT_BAD.sub("", _ANSI.sub("", value))
     return value if limit is None else cap(value, limit)
+
+
+def clean_name(value: str | None, limit: int) -> str | None:
+    """A name a user chose (job name, user annotation) with every control character removed,
+    cut at `limit`: kept, where refusing it would let a job hide from the fleet view."""
+    if value is None:
+        return None
+    return _NAME_BAD.sub("", _ANSI.sub("", value))[:limit] or None
 
 
 # Names and ids, by the length of their column (IdNN: not empty).
