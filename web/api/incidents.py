@@ -24,7 +24,7 @@ async def list_incidents(
     category: Category | None = None,
     node: NodeQuery = None,
     job_id: JobIdQuery = None,
-    limit: int = limit_query(200, 5000),
+    limit: int = limit_query(200, 1000),
 ) -> list[Incident]:
     """Incidents, most recently seen first."""
     rows = await read_session(

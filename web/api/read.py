@@ -2,7 +2,8 @@
 
 Every parameter is bounded (web.api.params) and every list answer is capped at
 `api_max_response_bytes`: past it the rows stop and `X-Truncated` says how many were left out
-(ask again with a narrower window or a smaller limit).
+(ask again with a narrower window or a smaller limit). At most 1,000 rows are read per call,
+each within the contract's caps, so a read holds tens of MB at worst, never hundreds.
 """
 
 from __future__ import annotations
@@ -89,7 +90,7 @@ async def events(
     node: NodeQuery = None,
     kind: EventKind | None = None,
     job_id: JobIdQuery = None,
-    limit: int = limit_query(500, 5000),
+    limit: int = limit_query(500, 1000),
 ) -> list[dict[str, Any]]:
     """Events in a window, oldest first."""
     start = since if since is not None else time.time() - 3600
@@ -107,7 +108,7 @@ async def jobs(
     request: Request,
     response: Response,
     state: StateQuery = None,
-    limit: int = limit_query(500, 5000),
+    limit: int = limit_query(500, 1000),
 ) -> list[dict[str, Any]]:
     """Jobs, most recently updated first."""
     rows = await read_session(request, lambda s: queries.list_jobs(s, state=state, limit=limit))
