@@ -111,16 +111,28 @@ def unit_of_work(factory: sessionmaker[Session]) -> Iterator[Session]:
     """
     session = factory()
     try:
-        yield session
-        session.commit()
-    except BaseException as exc:
-        session.rollback()
+        with translated_errors():
+            try:
+                yield session
+                session.commit()
+            except BaseException:
+                session.rollback()
+                raise
+    finally:
+        session.close()
+
+
+@contextmanager
+def translated_errors() -> Iterator[None]:
+    """Turn a driver error that means "the database cannot take work now" into
+    StoreUnavailable; any other error passes unchanged."""
+    try:
+        yield
+    except Exception as exc:
         busy = unavailable(exc)
         if busy is not None:
             raise busy from exc
         raise
-    finally:
-        session.close()
 
 
 # Retry-After (seconds) by cause: a lock clears fast, a full disk needs a person.
@@ -167,16 +179,8 @@ def _sqlite_unavailable(msg: str) -> StoreUnavailable | None:
 @contextmanager
 def reading(factory: sessionmaker[Session]) -> Iterator[Session]:
     """A read-only session; an unavailable database raises StoreUnavailable."""
-    session = factory()
-    try:
+    with translated_errors(), factory() as session:
         yield session
-    except Exception as exc:
-        busy = unavailable(exc)
-        if busy is not None:
-            raise busy from exc
-        raise
-    finally:
-        session.close()
 
 
 @contextmanager

@@ -60,27 +60,7 @@ def append_batch(
     if max_items and size > max_items:
         raise BatchTooLarge(f"batch has {size} items; the limit is {max_items}")
     now = received_ts if received_ts is not None else time.time()
-    claim = (
-        _insert(session, t.ingest_batches)
-        .values(
-            batch_id=batch.batch_id,
-            agent=batch.agent,
-            node=batch.node,
-            received_ts=now,
-            samples=len(batch.samples),
-            events=len(batch.events),
-            digest=digest,
-        )
-        .on_conflict_do_nothing(index_elements=["batch_id"])
-        .returning(t.ingest_batches.c.batch_id)
-    )
-    # The unique key decides, not a prior lookup: concurrent replays cannot both win.
-    if session.execute(claim).first() is None:
-        stored = session.execute(
-            select(t.ingest_batches.c.digest).where(t.ingest_batches.c.batch_id == batch.batch_id)
-        ).scalar()
-        if digest is not None and stored is not None and stored != digest:
-            raise BatchConflict(batch.batch_id)
+    if not _claim(session, batch=batch, digest=digest, now=now):
         return AppendResult(batch_id=batch.batch_id, duplicate=True, rejected=list(rejected))
     upsert_gpus(session, gpus=batch.gpus, now=now)
     upsert_nodes(session, nodes=batch.nodes, now=now)
@@ -105,6 +85,34 @@ def append_batch(
         job_patches=patched,
         rejected=list(rejected),
     )
+
+
+def _claim(session: Session, *, batch: Batch, digest: str | None, now: float) -> bool:
+    """Claim the batch_id: True when new; False for a replay; BatchConflict when the id holds
+    other content (a NULL digest, from before revision 0004, matches anything)."""
+    claim = (
+        _insert(session, t.ingest_batches)
+        .values(
+            batch_id=batch.batch_id,
+            agent=batch.agent,
+            node=batch.node,
+            received_ts=now,
+            samples=len(batch.samples),
+            events=len(batch.events),
+            digest=digest,
+        )
+        .on_conflict_do_nothing(index_elements=["batch_id"])
+        .returning(t.ingest_batches.c.batch_id)
+    )
+    # The unique key decides, not a prior lookup: concurrent replays cannot both win.
+    if session.execute(claim).first() is not None:
+        return True
+    stored = session.execute(
+        select(t.ingest_batches.c.digest).where(t.ingest_batches.c.batch_id == batch.batch_id)
+    ).scalar()
+    if digest is not None and stored is not None and stored != digest:
+        raise BatchConflict(batch.batch_id)
+    return False
 
 
 REJECTION_NOTE_EVERY_S = 300.0  # one `agent` event per node per this long, however many batches

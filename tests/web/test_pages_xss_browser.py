@@ -75,64 +75,14 @@ def _round(h: Hostile, r: int, now: float) -> dict[str, Any]:
     """One agent batch with hostile text in every string a node or a user can set."""
     node, job = h(f"node {r}"), h(f"job id {r}", 128)
     uuid = f"GPU-{r}-" + h(f"gpu uuid {r}", 80)
-    label_key = h(f"label key {r}")
     return {
         "agent": h(f"agent {r}"),
         "node": node,
         "batch_id": f"xss-round-{r:04d}",
-        "gpus": [
-            {
-                "uuid": uuid,
-                "node": node,
-                "index": 0,
-                "name": h("gpu name", 128),
-                "serial": h("serial", 64),
-                "pci_bus_id": h("pci", 32),
-                "driver_version": h("driver", 32),
-            }
-        ],
+        "gpus": [_gpu(h, node, uuid)],
         "samples": [{"ts": now - 5, "gpu_uuid": uuid, "util_gpu": 3.0, "power_w": 80.0}],
-        "events": [
-            {
-                "ts": now - 20 - r,
-                "node": node,
-                "source": h("source", 32),
-                "kind": "xid",
-                "code": 79,
-                "gpu_uuid": uuid,
-                "job_id": job,
-                "severity": "critical",
-                "message": h("event message", 4096),
-                "payload": {"text": h("payload")},
-            },
-            {
-                "ts": now - 30 - r,
-                "node": node,
-                "source": "joblog",
-                "kind": "nccl_error",
-                "job_id": job,
-                "message": h("event message 2", 4096),
-                "raw": h("event raw"),
-            },
-        ],
-        "jobs": [
-            {
-                "scheduler": "slurm",
-                "job_id": job,
-                "cluster": h("cluster", 64),
-                "name": h("job name"),
-                "user": h("user", 128),
-                "account": h("account", 128),
-                "partition": h("partition", 128),
-                "state": "RUNNING",
-                "reason": h("job reason"),
-                "nodes": [node],
-                "start_ts": now - 600,
-                "checkpoint_dir": h("checkpoint dir"),
-                "wandb_run": h("wandb run"),
-                "payload": {"comment": h("job payload")},
-            }
-        ],
+        "events": _events(h, r, node, job, uuid, now),
+        "jobs": [_job(h, node, job, now)],
         "allocations": [
             {
                 "scheduler": "slurm",
@@ -143,18 +93,39 @@ def _round(h: Hostile, r: int, now: float) -> dict[str, Any]:
                 "start_ts": now - 600,
             }
         ],
-        "nodes": [
-            {
-                "name": node,
-                "cluster": h("node cluster", 64),
-                "state": h("node state", 64),
-                "reason": h("node reason"),
-                "reason_user": h("drained by", 128),
-                "labels": {label_key: h("label value")},
-                "taints": [{"key": h("taint"), "effect": "NoSchedule"}],
-            }
-        ],
+        "nodes": [_node(h, node)],
     }
+
+
+def _gpu(h: Hostile, node: str, uuid: str) -> dict[str, Any]:
+    return {"uuid": uuid, "node": node, "index": 0, "name": h("gpu name", 128),
+            "serial": h("serial", 64), "pci_bus_id": h("pci", 32),
+            "driver_version": h("driver", 32)}  # fmt: skip
+
+
+def _events(h: Hostile, r: int, node: str, job: str, uuid: str, now: float) -> list[Any]:
+    return [
+        {"ts": now - 20 - r, "node": node, "source": h("source", 32), "kind": "xid",
+         "code": 79, "gpu_uuid": uuid, "job_id": job, "severity": "critical",
+         "message": h("event message", 4096), "payload": {"text": h("payload")}},
+        {"ts": now - 30 - r, "node": node, "source": "joblog", "kind": "nccl_error",
+         "job_id": job, "message": h("event message 2", 4096), "raw": h("event raw")},
+    ]  # fmt: skip
+
+
+def _job(h: Hostile, node: str, job: str, now: float) -> dict[str, Any]:
+    return {"scheduler": "slurm", "job_id": job, "cluster": h("cluster", 64),
+            "name": h("job name"), "user": h("user", 128), "account": h("account", 128),
+            "partition": h("partition", 128), "state": "RUNNING", "reason": h("job reason"),
+            "nodes": [node], "start_ts": now - 600, "checkpoint_dir": h("checkpoint dir"),
+            "wandb_run": h("wandb run"), "payload": {"comment": h("job payload")}}  # fmt: skip
+
+
+def _node(h: Hostile, node: str) -> dict[str, Any]:
+    return {"name": node, "cluster": h("node cluster", 64), "state": h("node state", 64),
+            "reason": h("node reason"), "reason_user": h("drained by", 128),
+            "labels": {h("label key"): h("label value")},
+            "taints": [{"key": h("taint"), "effect": "NoSchedule"}]}  # fmt: skip
 
 
 def _stored_findings(h: Hostile, r: int, now: float) -> tuple[Incident, IdleFinding]:
