@@ -40,8 +40,7 @@ def _delivery(tmp_path: Path, server: TestClient) -> Delivery:
         agent="agent-n1",
         node="n1",
         client=server,
-        attempts_per_round=1,
-        bisect_after=1,
+        attempts_per_round=1,  # bisect_after keeps its default: five failed rounds
         sleep=lambda _: None,
     )
 
@@ -51,7 +50,7 @@ def _samples(n: int) -> list[Sample]:
     return [Sample(ts=now + i, gpu_uuid=f"GPU-{i % 4}", util_gpu=float(i % 100)) for i in range(n)]
 
 
-def _run(d: Delivery, rounds: int = 40) -> list[Outcome]:
+def _run(d: Delivery, rounds: int = 200) -> list[Outcome]:
     """What the agent's delivery loop does, one round per flush, until the spool is empty."""
     out = []
     for _ in range(rounds):
@@ -103,6 +102,7 @@ def test_an_item_the_database_refuses_is_isolated_by_bisection_and_the_rest_is_s
     assert dead["status"] == 500 and '"message":"poison"' in str(dead["body"])
     assert queries.count_rows(session, table="samples") == 60
     assert d.stats.bisections >= 5 and d.spool.counters()["dead_lettered_items"] == 1
+    assert sum(o is Outcome.RETRY_LATER for o in outcomes) >= 5  # the rounds before bisecting
 
 
 def test_a_corrupted_spool_item_is_isolated_and_the_rest_of_its_batch_is_stored(
