@@ -76,13 +76,16 @@ def take_in(
     body: bytes,
     *,
     max_items: int,
+    max_records: int = 0,
     window: TimeWindow | None = None,
     may_write_node: Callable[[str], bool] | None = None,
 ) -> Intake:
     """Parse and check an ingest body; raises InvalidBatch, BatchTooLarge or NodeNotAllowed.
 
-    `window` bounds the times of what was observed; `may_write_node` (an agent token's
-    binding) is asked about the batch's node and every node an item names.
+    `max_items` bounds the items of every kind together, `max_records` those stored one
+    statement each (all but samples and events); `window` bounds the times of what was
+    observed; `may_write_node` (an agent token's binding) is asked about the batch's node and
+    every node an item names.
     """
     try:
         obj = orjson.loads(body)
@@ -90,7 +93,7 @@ def take_in(
         raise InvalidBatch([FieldError(field="body", error=f"not JSON: {exc}")]) from None
     if not isinstance(obj, dict):
         raise InvalidBatch([FieldError(field="body", error="must be a JSON object")])
-    lists = _item_lists(obj, max_items)
+    lists = _item_lists(obj, max_items, max_records)
     head = _envelope({k: v for k, v in obj.items() if k not in ITEM_KINDS})
     if may_write_node is not None and not may_write_node(head.node):
         raise NodeNotAllowed(head.node)
@@ -106,16 +109,23 @@ def take_in(
     return Intake(batch=batch, digest=digest_of(obj), rejected=rejected)
 
 
-def _item_lists(obj: dict[str, Any], max_items: int) -> dict[str, list[Any]]:
+def _item_lists(obj: dict[str, Any], max_items: int, max_records: int) -> dict[str, list[Any]]:
     lists: dict[str, list[Any]] = {}
     for kind in ITEM_KINDS:
         items = obj.get(kind, [])
         if not isinstance(items, list):
             raise InvalidBatch([FieldError(field=kind, error="must be a list")])
         lists[kind] = items
+    # Counted before any item is validated: the work a batch can cause is bounded.
     total = sum(len(v) for v in lists.values())
-    if max_items and total > max_items:  # counted before any item is validated: bounded work
+    if max_items and total > max_items:
         raise BatchTooLarge(f"batch has {total} items; the limit is {max_items}")
+    records = sum(len(v) for k, v in lists.items() if k not in ("samples", "events"))
+    if max_records and records > max_records:
+        raise BatchTooLarge(
+            f"batch has {records} GPUs, jobs, allocations, nodes and job patches; "
+            f"the limit is {max_records}"
+        )
     return lists
 
 

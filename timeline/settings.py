@@ -75,6 +75,9 @@ class Settings(BaseSettings):
     idle_util_threshold: float = 5.0  # percent; allocated GPUs at or below this count as idle
 
     # --- hardening (the input boundary, slow clients, errors, logging) ---
+    # GPUs, jobs, allocations, nodes and job patches of one ingest batch (each GPU, job,
+    # allocation or node is its own statement: 5,000 jobs held the SQLite writer 17 s).
+    max_batch_records: int = 2000
     ingest_max_age_s: float = 30 * 86400.0  # samples/events older than this are refused
     ingest_max_ahead_s: float = 3600.0  # any time this far past the server's clock is refused
     api_max_response_bytes: int = 4 * 1024 * 1024  # list reads stop here (X-Truncated header)

@@ -170,6 +170,19 @@ def test_every_item_kind_counts_toward_the_batch_limit(settings: Settings) -> No
     assert r.status_code == 413 and "200000 items" in r.json()["detail"]
 
 
+def test_records_stored_one_statement_each_have_a_lower_cap(settings: Settings) -> None:
+    settings.max_batch_records = 50
+    jobs = [{"scheduler": "slurm", "job_id": str(i)} for i in range(5000)]
+    samples = [{"ts": NOW - 1, "gpu_uuid": f"GPU-{i}"} for i in range(500)]
+    with TestClient(create_app(settings)) as c:
+        auth = {"Authorization": f"Bearer {AGENT_TOKEN}"}
+        many = {"agent": "a", "node": "n1", "batch_id": "records-0001", "jobs": jobs}
+        r = c.post("/api/v1/ingest", json=many, headers=auth)
+        assert r.status_code == 413 and "5000 GPUs, jobs" in r.json()["detail"]
+        telemetry = {"agent": "a", "node": "n1", "batch_id": "records-0002", "samples": samples}
+        assert c.post("/api/v1/ingest", json=telemetry, headers=auth).status_code == 200
+
+
 def test_list_reads_stop_at_the_response_cap_and_say_how_many_were_left_out(
     settings: Settings, session: Session
 ) -> None:

@@ -75,6 +75,7 @@ async def ingest(request: Request, principal: Principal = Depends(require_agent)
         take_in,
         body,
         max_items=settings.max_batch_items,
+        max_records=settings.max_batch_records,
         window=window,
         may_write_node=principal.may_write_node,
     )
