@@ -266,13 +266,29 @@ class Spool:
             return [r[0] for r in rows]
 
     def dead_letters(self) -> list[dict[str, object]]:
-        """The items the server will never take, oldest first, with its answer."""
+        """The items the server will never take, oldest first, with its answer (and whole
+        batches an older agent quarantined in this file, as kind "batch")."""
+        keys = ("batch_id", "kind", "ts", "status", "detail", "body")
         with self._lock:
-            rows = self._db.execute(
-                "SELECT batch_id, kind, ts, status, detail, body FROM dead_items ORDER BY id"
+            rows = list(
+                self._db.execute(
+                    "SELECT batch_id, kind, ts, status, detail, body FROM dead_items ORDER BY id"
+                )
             )
-            keys = ("batch_id", "kind", "ts", "status", "detail", "body")
-            return [dict(zip(keys, r, strict=True)) for r in rows]
+            legacy = self._db.execute(
+                "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'dead_letter'"
+            ).fetchone()
+            if legacy:
+                rows = (
+                    list(
+                        self._db.execute(
+                            "SELECT batch_id, 'batch', ts, status, detail, body FROM dead_letter "
+                            "ORDER BY ts"
+                        )
+                    )
+                    + rows
+                )
+        return [dict(zip(keys, r, strict=True)) for r in rows]
 
     # --- internals (callers hold self._lock) ---
 

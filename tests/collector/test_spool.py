@@ -153,9 +153,16 @@ def test_a_spool_written_by_an_older_agent_opens_and_keeps_its_batch(tmp_path: P
             "attempts INTEGER NOT NULL DEFAULT 0)"
         )
         old.execute("INSERT INTO batches VALUES ('old-batch', 1.0, 3)")
+        old.execute(
+            "CREATE TABLE dead_letter (batch_id TEXT PRIMARY KEY, ts REAL NOT NULL, "
+            "status INTEGER, detail TEXT, body TEXT NOT NULL)"
+        )
+        old.execute("INSERT INTO dead_letter VALUES ('dead-one', 2.0, 422, 'bad', '{}')")
     spool = Spool(path)
     assert spool.pending_batch_ids() == ["old-batch"]
     assert spool.record_failure("old-batch") == 1
+    (dead,) = spool.dead_letters()  # what the older agent quarantined stays listed
+    assert (dead["batch_id"], dead["kind"], dead["status"]) == ("dead-one", "batch", 422)
 
 
 _CHILD = """
