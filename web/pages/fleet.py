@@ -11,12 +11,13 @@ import plotly.graph_objects as go
 from fastapi import APIRouter, Depends, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import HTMLResponse, Response
+from markupsafe import Markup
 
 from correlator import service as incidents
 from timeline import fleet, queries
 from timeline.fleet import GpuState, NodeView
 from web.auth import Principal
-from web.pages.templating import page_viewer, render
+from web.pages.templating import page_viewer, plot_text, plotly_figure, render
 
 router = APIRouter(include_in_schema=False)
 
@@ -43,16 +44,20 @@ def _plotly_js() -> str:
     return get_plotlyjs()
 
 
-def utilization_heatmap(nodes: list[NodeView]) -> str:
-    """A Plotly heatmap of GPU utilization, node by GPU index, as an HTML fragment."""
+def utilization_heatmap(nodes: list[NodeView]) -> Markup:
+    """A Plotly heatmap of GPU utilization, node by GPU index, as an HTML fragment.
+
+    Node names and job ids are a cluster's text: escaped for Plotly (which reads tags in
+    labels) and serialized for the script by plotly_figure.
+    """
     width = max((len(n.gpus) for n in nodes), default=0)
     z = [[g.util_gpu for g in n.gpus] + [None] * (width - len(n.gpus)) for n in nodes]
-    text = [[f"{g.state.value} {g.job_id or ''}" for g in n.gpus] for n in nodes]
+    text = [[plot_text(f"{g.state.value} {g.job_id or ''}") for g in n.gpus] for n in nodes]
     fig = go.Figure(
         go.Heatmap(
             z=z,
             x=[f"GPU {i}" for i in range(width)],
-            y=[n.name for n in nodes],
+            y=[plot_text(n.name) for n in nodes],
             text=text,
             zmin=0,
             zmax=100,
@@ -66,7 +71,7 @@ def utilization_heatmap(nodes: list[NodeView]) -> str:
         margin={"l": 110, "r": 20, "t": 10, "b": 40},
         yaxis={"autorange": "reversed"},
     )
-    return str(fig.to_html(include_plotlyjs=False, full_html=False, div_id="util-heatmap"))
+    return plotly_figure(fig, "util-heatmap")
 
 
 def _page_data(request: Request) -> dict[str, Any]:
@@ -87,7 +92,7 @@ def _page_data(request: Request) -> dict[str, Any]:
         "events": events,
         "incidents": open_incidents,
         "idle_by_user": idle_by_user,
-        "heatmap": utilization_heatmap(nodes) if nodes else "",
+        "heatmap": utilization_heatmap(nodes) if nodes else None,
         "refresh_s": settings.page_refresh_s,
         "now": now,
     }
