@@ -34,6 +34,8 @@ def test_a_wheel_install_upgrades_a_database_from_its_packaged_migrations(tmp_pa
     ).stdout.strip()
     Path(site, "deps.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
     wheel = next(wheels.glob("fleetmedic-*.whl"))
+    # --ignore-installed: without it pip first uninstalls the checkout's own (editable)
+    # fleetmedic from the environment running the tests, even though the prefix is elsewhere.
     subprocess.run(
         [
             sys.executable,
@@ -42,6 +44,7 @@ def test_a_wheel_install_upgrades_a_database_from_its_packaged_migrations(tmp_pa
             "install",
             "-q",
             "--no-deps",
+            "--ignore-installed",
             "--prefix",
             str(env_dir),
             str(wheel),
