@@ -330,3 +330,29 @@ def test_real_reset_required_assert_is_gpu_lost_needing_reset() -> None:
     assert ev.kind is EventKind.GPU_LOST and ev.payload["reset_required"] is True
     assert ev.severity is Severity.CRITICAL and ev.node == "g1"
     assert ev.ts == 1_000.0 + 373871.354096
+
+
+def test_oom_episodes_of_different_syslog_hosts_stay_apart_when_interleaved() -> None:
+    # Line shapes from mm/oom_kill.c (dump_header / __oom_kill_process) behind rsyslog's
+    # "Mon DD HH:MM:SS host kernel:" prefix; a central syslog interleaves two hosts' episodes.
+    invoked = (
+        "kernel: python invoked oom-killer: gfp_mask=0x100cca(GFP_HIGHUSER_MOVABLE), order=0, "
+        "oom_score_adj=0"
+    )
+    killed = (
+        "kernel: Out of memory: Killed process {pid} (python) total-vm:1000kB, anon-rss:500kB, "
+        "file-rss:0kB, shmem-rss:0kB, UID:0 pgtables:40kB oom_score_adj:0"
+    )
+    text = (
+        f"Mar  1 10:00:01 gpu-a {invoked}\n"
+        f"Mar  1 10:00:01 gpu-b {invoked}\n"
+        f"Mar  1 10:00:02 gpu-a {killed.format(pid=111)}\n"
+        f"Mar  1 10:00:02 gpu-b {killed.format(pid=222)}\n"
+    )
+    events = parse_kernel_text(text, year=2026)
+    assert [(e.node, e.payload["pid"], e.payload["stages"]) for e in events] == [
+        ("gpu-a", 111, ["invoked", "killed"]),
+        ("gpu-b", 222, ["invoked", "killed"]),
+    ]
+    for ev in events:  # each episode quotes only its own host's lines
+        assert all(f" {ev.node} kernel:" in line for line in (ev.raw or "").splitlines())
