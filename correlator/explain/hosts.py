@@ -11,16 +11,30 @@ _NOT_HOSTS = frozenset(
     {"localhost", "none", "null", "unknown", "kernel", "node", "host", "n/a", "nodes", "hostname"}
 )
 
-_MARKS = (":", "@", "node/", "NodeName=", "NodeList=", "***", "assigned ")
+_MARKS = (
+    ":",
+    "@",
+    "node/",
+    "NodeName=",
+    "NodeList=",
+    "***",
+    "assigned ",
+    "RUNNING AT",
+    "exec_host=",
+    "kubelet, ",
+    "ip=",
+    "hostname",
+    "on node",
+)
 _QUOTE = re.compile(r"^(?:\s*>\s?)+")
 
 # Each pattern captures the host in group "h"; the first that matches wins.
 _LINE_PATTERNS: tuple[re.Pattern[str], ...] = (
-    # journald / syslog: "Nov 22 12:00:00 gpu-node-07 kernel: ..."
+    # journald / syslog (RFC 3164 and journalctl's short-iso): "Nov 22 12:00:00 gpu-07 kernel: ...",
+    # "Feb 02 09:51:48 gpu-07 slurmd[12912]: ...": timestamp, host, any program tag with its pid
     re.compile(
         r"^(?:[A-Z][a-z]{2} +\d{1,2} \d\d:\d\d:\d\d(?:\.\d+)?|\d{4}-\d\d-\d\dT\S+) "
-        r"(?P<h>[A-Za-z0-9][\w.-]*) (?:kernel|slurmd|slurmstepd|kubelet|nvidia-\w+|dcgm\w*)"
-        r"(?:\[\d+\])?:"
+        r"(?P<h>[A-Za-z0-9][\w.-]*) [\w./@-]{1,64}(?:\[\d+\])?: "
     ),
     # NCCL: "gpu-node-07:1234:5678 [0] NCCL ...", also behind a timestamp or with the pid:tid
     # masked in a paste ("host-01:XXXXXX [5]")
@@ -52,7 +66,31 @@ _LINE_PATTERNS: tuple[re.Pattern[str], ...] = (
     ),
     # kubectl events: "node/gpu-node-07"
     re.compile(r"\bnode/(?P<h>[A-Za-z0-9][\w.-]*)"),
+    # kubectl events' older From column "kubelet, gpu-07"; node condition events
+    re.compile(r"\bkubelet, (?P<h>[A-Za-z0-9][\w.-]*)"),
+    re.compile(r"\bNode (?P<h>[A-Za-z0-9][\w.-]*) status is now: "),
+    re.compile(r"\bnodeName\"?\s*[:=]\s*\"?(?P<h>[A-Za-z0-9][\w.-]*)"),
+    # Open MPI: "[gpu-07:10319] *** Process received signal ***", BTL "[gpu-07][[1,2],3][..."
+    re.compile(r"^\s*\[(?P<h>[A-Za-z][\w.-]*):\d+\] "),
+    re.compile(r"^\s*\[(?P<h>[A-Za-z0-9][\w.-]*)\]\[\[\d+,\d+\],\d+\]\["),
+    # mpirun/prterun: "... with PID 363 on node gpu-07 exited on signal 9"; ORTE's daemon lines
+    re.compile(r"\bon node (?P<h>[A-Za-z0-9][\w.-]*) exited\b"),
+    re.compile(r"\bdaemon\s*:\s*\[\[[\d,]+\],\d+\] on node (?P<h>[A-Za-z0-9][\w.-]*)"),
+    # MPICH Hydra's termination block: "=   RANK 0 PID 5490 RUNNING AT gpu-07"
+    re.compile(r"\bRUNNING AT (?P<h>[A-Za-z0-9][\w.-]*)\s*$"),
+    # PBS/Torque job mail "Exec host:  gpu-07/5", accounting "exec_host=gpu-07/0"
+    re.compile(r"^\s*Exec host:\s+(?P<h>[A-Za-z0-9][\w.-]*)(?:/[\d+*-]+)?\s*$"),
+    re.compile(r"\bexec_host=(?P<h>[A-Za-z0-9][\w.-]*)/"),
+    # SGE qacct "hostname     node008" and ORTE's old "  hostname:  gpu-07"
+    re.compile(r"^\s*hostname(?::\s*|\s+)(?P<h>[A-Za-z0-9][\w.-]*)\s*$"),
+    # Ray: "Memory on the node (IP: 10.0.0.7, ID: ...)", "(ID: ..., IP: 10.0.0.7)",
+    # "(raylet, ip=10.0.0.7)" / "(MyActor pid=12, ip=10.0.0.7)" prefixes, an actor error's "ip: ..."
+    re.compile(r"\bIP: (?P<h>\d{1,3}(?:\.\d{1,3}){3})[,)]"),
+    re.compile(r"^\s*\((?:raylet|[\w.]+ pid=\d+|pid=\d+), ip=(?P<h>[\w.:-]+)\)"),
+    re.compile(r"^\s*ip:\s+(?P<h>\d{1,3}(?:\.\d{1,3}){3})\s*$"),
 )
+# A leading ISO timestamp (docker/kubectl --timestamps) before the line proper.
+_LEAD_TS = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d)?\s+")
 
 
 def clean_host(value: str | None) -> str | None:
@@ -72,12 +110,14 @@ def host_in_line(line: str) -> str | None:
     if not any(mark in line for mark in _MARKS):
         return None  # every convention below needs one of these; most log lines have none
     line = _QUOTE.sub("", line)  # logs pasted as e-mail/markdown quotes ("> ...")
-    for pattern in _LINE_PATTERNS:
-        m = pattern.search(line)
-        if m:
-            host = clean_host(m.group("h"))
-            if host:
-                return host
+    bare = _LEAD_TS.sub("", line)
+    for text in (line, bare) if bare != line else (line,):
+        for pattern in _LINE_PATTERNS:
+            m = pattern.search(text)
+            if m:
+                host = clean_host(m.group("h"))
+                if host:
+                    return host
     return None
 
 

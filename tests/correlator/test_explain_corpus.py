@@ -39,6 +39,10 @@ KNOWN_TRAINING_MISSES: dict[str, str] = {
         "a lost GPU and fatal NVSwitch SXids: the rules rank the lost GPU first, the label "
         "blames the NVSwitch fabric that took it down"
     ),
+    "333_orte-lost-daemon-sge-commlib-hostname.txt": (
+        "old ORTE wording names the lost node on a 'hostname:' line two lines below the message"
+    ),
+    "359_ray-old-memory-monitor-node-name.txt": "the node name is wrapped onto the next line",
 }
 
 
