@@ -57,6 +57,8 @@ _LINE_PATTERNS: tuple[re.Pattern[str], ...] = (
     re.compile(r"\bNodeName=(?P<h>\S+)"),
     # kubectl describe pod: "Node:  gpu-node-07/10.0.0.7"
     re.compile(r"^\s*Node:\s+(?P<h>[A-Za-z0-9][\w.-]*)(?:/\S*)?\s*$"),
+    # pdsh's own report about a remote host: "pdsh@login1: gpu-07: ssh exited with exit code 1"
+    re.compile(r"^\s*pdsh@[\w.-]+: (?P<h>[A-Za-z0-9][\w.-]*): "),
     # shell prompt: "[root@gpu-node-07 dir]#", "user@gpu-node-07:~$", "user@gpu-node-07 ~ %", but
     # not when the command there queries the whole cluster (that host is a login node)
     re.compile(
@@ -119,6 +121,35 @@ def host_in_line(line: str) -> str | None:
                 if host:
                     return host
     return None
+
+
+# pdsh / DeepSpeed's pdsh runner / clush prefix each remote line with "host: ". Only a prefix
+# that looks like a host (has a digit, and a letter or an IPv4 shape) and recurs is taken.
+_PDSH = re.compile(r"^(?P<h>[A-Za-z0-9][\w.-]{2,62}): \S")
+_NOT_PDSH = re.compile(r"^(?:rank|task|line|step|epoch|iter|error|warn|info)\w*$", re.I)
+
+
+def _pdsh_host(line: str) -> str | None:
+    m = _PDSH.match(line)
+    if not m:
+        return None
+    h = m.group("h")
+    ipv4 = re.fullmatch(r"\d{1,3}(?:\.\d{1,3}){3}", h) is not None
+    if _NOT_PDSH.match(h) or not any(c.isdigit() for c in h):
+        return None
+    if not ipv4 and not any(c.isalpha() for c in h):
+        return None
+    return clean_host(h)
+
+
+def prefix_hosts(lines: list[str]) -> list[str | None]:
+    """For each line, the host a recurring pdsh-style "host: " prefix names, if any."""
+    found = [_pdsh_host(line) for line in lines]
+    counts: dict[str, int] = {}
+    for h in found:
+        if h:
+            counts[h] = counts.get(h, 0) + 1
+    return [h if h and counts[h] >= 2 else None for h in found]
 
 
 def distinct(hosts: list[str]) -> list[str]:
