@@ -11,6 +11,9 @@ _NOT_HOSTS = frozenset(
     {"localhost", "none", "null", "unknown", "kernel", "node", "host", "n/a", "nodes", "hostname"}
 )
 
+# A host masked in a paste ("xxxxxxxx", "XXXX-01", "***")
+_MASKED = re.compile(r"^(?:[xX*]{3,}[\w.-]*|[\w.-]*[xX*]{4,})$")
+
 _MARKS = (
     ":",
     "@",
@@ -102,7 +105,7 @@ def clean_host(value: str | None) -> str | None:
     value = value.strip().rstrip(":,;")
     if not _HOST_OK.match(value) or (value.strip(".").isdigit() and "." not in value):
         return None
-    if value.lower() in _NOT_HOSTS or set(value) <= {"."}:
+    if value.lower() in _NOT_HOSTS or set(value) <= {"."} or _MASKED.match(value):
         return None
     return value
 

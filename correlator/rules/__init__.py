@@ -246,10 +246,13 @@ def _child_failed(event: Event) -> Verdict | None:
 
 def classify_event(event: Event) -> Verdict | None:
     """What ONE event means alone; None when it says nothing about a failure."""
+    text = _text(event)
     killed = _child_failed(event)
     if killed is not None:
-        return killed
-    text = _text(event)
+        # A worker's signal or exit code is a weak sign; a cause its own line states (PyTorch:
+        # "workers are out of shared memory") is stronger.
+        stated = classify_text(text, event.kind)
+        return stated if stated is not None and stated.root_cause else killed
     if event.kind is EventKind.XID:
         if event.code is None:
             return _v(

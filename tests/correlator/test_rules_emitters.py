@@ -21,7 +21,7 @@ BN, BJ, BI, BU = Blame.NODE, Blame.JOB, Blame.INFRA, Blame.UNKNOWN
 
 
 def test_every_family_names_its_sources_and_every_rule_its_meaning() -> None:
-    assert len(FAMILIES) == len(FAMILY_FILES) == 12
+    assert len(FAMILIES) == len(FAMILY_FILES) == 13
     names: set[str] = set()
     for fam in FAMILIES:
         assert fam.sources, fam.name
@@ -215,6 +215,10 @@ EXAMPLES = [
         N,
         BN,
     ),
+    # Linux kernel (arch/x86/kernel/cpu/mce/core.c, block/blk-core.c, fs/nfs/client.c)
+    ("mce: [Hardware Error]: Machine check events logged", N, BN),
+    ("blk_update_request: I/O error, dev nvme0n1, sector 2048 op 0x1:(WRITE) flags 0x0", N, BN),
+    ("nfs: server storage01 not responding, still trying", N, BI),
     # Slurm node configuration, CUDA catch-alls
     ("slurmd: fatal: can't stat gres.conf file /dev/nvidia0: No such file or directory", N, BN),
     ("RuntimeError: cuInit returned error 999 CUDA_ERROR_UNKNOWN", G, BN),

@@ -93,6 +93,7 @@ FAMILY_FILES = (
     "dcgm.json",
     "nvidia_smi.json",
     "device_plugin.json",
+    "linux_kernel.json",
     "cuda.json",
     "nccl.json",
     "ib_verbs.json",
