@@ -146,9 +146,9 @@ def test_bench_explain_keeps_the_four_figures_and_adds_splits_and_before() -> No
     result = run([])
     assert {"n", "category_accuracy", "blame_accuracy", "node_accuracy"} <= set(result)
     assert result["n"] == len(LABELS)
-    for split in ("training", "validation", "validation_new_sources", "before"):
+    for split in ("training", "validation", "validation_new_sources", "before", "round1"):
         assert split in result
-    for split in ("training", "validation"):
+    for split in ("training", "validation", "training_added_after_split"):
         assert set(result[split]) == {
             "n",
             "category_accuracy",
@@ -161,6 +161,16 @@ def test_bench_explain_keeps_the_four_figures_and_adds_splits_and_before() -> No
         }
     assert result["training"]["n"] + result["validation"]["n"] == len(LABELS)
     assert result["before"]["validation"]["n"] == result["validation"]["n"]
+    assert result["round1"]["validation"]["n"] == result["validation"]["n"]
+    added = [c for c in LABELS if c.get("added_after_split")]
+    assert result["training_added_after_split"]["n"] == len(added) >= 60
+
+
+def test_bench_explain_scores_one_split_alone_and_lists_only_training_misses() -> None:
+    result = run(["--split", "training", "--misses"])
+    assert "validation" not in result and result["training"]["n"] == len(TRAINING)
+    assert {m["split"] for m in result["misses"]} <= {"training"}
+    assert {m["file"] for m in result["misses"]} >= set(KNOWN_TRAINING_MISSES)
 
 
 def test_no_case_blames_the_node_for_the_jobs_own_code_or_memory() -> None:
