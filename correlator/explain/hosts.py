@@ -30,6 +30,9 @@ _MARKS = (
     "on node",
 )
 _QUOTE = re.compile(r"^(?:\s*>\s?)+")
+# Launcher labels in front of a rank's line: srun -l "12: ", mpirun --tag-output "[1,0]<stderr>:",
+# torchrun --tee "[default0]:" / "[rank0]:" (they label a rank, not a host)
+_LABEL = re.compile(r"^(?:\s*\d+: |\[\d+,\d+\]<std(?:out|err)>:\s?|\[(?:rank|default)\d+\]:\s?)+")
 
 # Each pattern captures the host in group "h"; the first that matches wins.
 _LINE_PATTERNS: tuple[re.Pattern[str], ...] = (
@@ -42,6 +45,9 @@ _LINE_PATTERNS: tuple[re.Pattern[str], ...] = (
     # NCCL: "gpu-node-07:1234:5678 [0] NCCL ...", also behind a timestamp or with the pid:tid
     # masked in a paste ("host-01:XXXXXX [5]")
     re.compile(r"^\s*(?:\[[^\]]*\]\s*)?(?P<h>[A-Za-z0-9][\w.-]*):(?:\d+:\d+|X{3,}) \[\d+\]"),
+    # NCCL's prefix later in a line (behind a logger's timestamp or level): "... gpu-07:12:34 [0]
+    # NCCL WARN ..." / "... gpu-07:12:34 [0] misc/socket.cc:58 NCCL WARN ..."
+    re.compile(r"(?:^|\s)(?P<h>[A-Za-z0-9][\w.-]*):\d+:\d+ \[\d+\] (?:[\w/.]+:\d+ )?NCCL "),
     # UCX: "[gpu-node-07:31180:0:31180] ib_mlx5_log.c:143 ..." (the "[" sometimes lost in a paste)
     re.compile(r"^\s*\[?(?P<h>[A-Za-z0-9][\w.-]*):\d+\s*:\d+:\d+\]\s"),
     # wall(1)/syslogd broadcast: "Message from syslogd@gpu-node-07 at Jun 17 13:06:42 ..."
@@ -114,7 +120,7 @@ def host_in_line(line: str) -> str | None:
     """The host a line names by a known convention, or None."""
     if not any(mark in line for mark in _MARKS):
         return None  # every convention below needs one of these; most log lines have none
-    line = _QUOTE.sub("", line)  # logs pasted as e-mail/markdown quotes ("> ...")
+    line = _LABEL.sub("", _QUOTE.sub("", line))  # quoted pastes ("> ..."), rank labels
     bare = _LEAD_TS.sub("", line)
     for text in (line, bare) if bare != line else (line,):
         for pattern in _LINE_PATTERNS:

@@ -150,6 +150,13 @@ HOST_LINES = [
     ("2023-05-22T03:06:53.935282247Z \tip: 172.28.1.11", "172.28.1.11"),
     ("  Normal   NodeHasDiskPressure   4m23s  kubelet, minikube  Node minikube status", "minikube"),
     ("pdsh@login1: gpu-07: ssh exited with exit code 1", "gpu-07"),
+    # launcher labels in front of NCCL's own prefix, and NCCL's prefix behind a logger's stamp
+    (
+        "[1,0]<stderr>:gpu-07:1234:5678 [0] NCCL WARN Call to connect returned Connection refused",
+        "gpu-07",
+    ),
+    ("0: gpu-08:1:2 [3] NCCL WARN socketProgress: Connection closed by remote peer x<1>", "gpu-08"),
+    ("2024-01-01 12:00:00,123 - INFO - gpu-09:12:34 [0] misc/socket.cc:58 NCCL WARN x", "gpu-09"),
 ]
 
 
@@ -166,6 +173,7 @@ def test_lines_that_only_look_like_conventions_name_no_host() -> None:
         is None
     )
     assert host_in_line("=   EXIT CODE: 9") is None
+    assert host_in_line("[rank0]:[E ProcessGroupNCCL.cpp:607] [Rank 0] Watchdog caught") is None
 
 
 def test_a_pdsh_prefix_names_its_host_only_when_it_recurs() -> None:

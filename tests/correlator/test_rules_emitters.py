@@ -215,6 +215,14 @@ EXAMPLES = [
         N,
         BN,
     ),
+    ("  exitcode  : -11 (pid: 5277) (SIGSEGV)", U, BJ),
+    (
+        "ResourceExhaustedError: OOM when allocating tensor with shape[64,512] and type float "
+        "on /job:localhost/replica:0/task:0/device:GPU:0 by allocator GPU_0_bfc",
+        Category.OOM_GPU,
+        BJ,
+    ),
+    ("NVRM: The NVIDIA probe routine failed for 1 device(s).", N, BN),
     # Linux kernel (arch/x86/kernel/cpu/mce/core.c, block/blk-core.c, fs/nfs/client.c)
     ("mce: [Hardware Error]: Machine check events logged", N, BN),
     ("blk_update_request: I/O error, dev nvme0n1, sector 2048 op 0x1:(WRITE) flags 0x0", N, BN),
