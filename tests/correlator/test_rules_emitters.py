@@ -223,6 +223,9 @@ EXAMPLES = [
         BJ,
     ),
     ("NVRM: The NVIDIA probe routine failed for 1 device(s).", N, BN),
+    ("       1234   train   REQUEUED      0:0", S, BI),
+    ("ConnectionResetError: [Errno 104] Connection reset by peer", NET, BU),
+    ("yaml.scanner.ScannerError: mapping values are not allowed here", U, BJ),
     # Linux kernel (arch/x86/kernel/cpu/mce/core.c, block/blk-core.c, fs/nfs/client.c)
     ("mce: [Hardware Error]: Machine check events logged", N, BN),
     ("blk_update_request: I/O error, dev nvme0n1, sector 2048 op 0x1:(WRITE) flags 0x0", N, BN),
@@ -273,6 +276,10 @@ def test_a_family_catch_all_never_shadows_a_specific_rule() -> None:
     assert ecc is not None and (ecc.category, ecc.blame) == (G, BN)
     generic = classify_text("RuntimeError: CUDA error: operation not supported")
     assert generic is not None and generic.priority < ecc.priority
+    oom = classify_text("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB")
+    assert oom is not None and oom.category is Category.OOM_GPU  # not the exception catch-all
+    bare = classify_text("yaml.scanner.ScannerError: mapping values are not allowed here")
+    assert bare is not None and not bare.root_cause and bare.confidence <= 0.3
 
 
 def test_a_prolog_failure_blames_the_named_node_else_the_one_that_logged_it() -> None:
