@@ -104,7 +104,7 @@ class EventPass:
         self.book.flush()
         self.report.events_read += len(rows)
         for job_id, evs in nccl.items():
-            self._nccl(self._job(job_id), evs)
+            self._nccl(self._job(job_id), evs, symptoms.get(job_id, []))
         for job_id, evs in failures.items():
             self._failure(self._job(job_id), _strongest(evs))
         for job_id, evs in symptoms.items():
@@ -224,17 +224,18 @@ class EventPass:
                 out.append(ev)
         return out
 
-    def _nccl(self, job: JobRef, new: list[Ev]) -> None:
+    def _nccl(self, job: JobRef, new: list[Ev], others: list[Ev]) -> None:
         s = self.settings
         first = min(e.ts for e in new)
         evs = self._job_events(job, first - s.correlator_nccl_lookback_s, max(e.ts for e in new))
         timeouts = [e for e in evs if e.kind is EventKind.NCCL_TIMEOUT]
         if not timeouts:
             # Workers failed but no collective timed out: the failure itself says what it can
-            # (a rank's signal or exit code), unless a root cause on the job's nodes explains it.
+            # (a rank's signal or exit code) unless a root cause on the job's nodes explains it,
+            # weighed against the job's other symptoms (a lost peer) as `explain` weighs them.
             failed = [e for e in new if e.verdict is not None and e.verdict.category is not None]
             if failed:
-                self._failure(job, _strongest(failed))
+                self._failure(job, _strongest(failed + others))
             return
         nodes = self.index.nodes_of.get(job.job_id, set()) | {e.node for e in evs if e.node}
         ref = min(e.ts for e in timeouts)

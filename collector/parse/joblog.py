@@ -22,10 +22,20 @@ from collector.parse.common import (
 from collector.parse.joblog_cuda import cuda_error, cuda_oom
 from collector.parse.joblog_gpu import gpu_fault
 from collector.parse.joblog_launch import failure_entry, launch
+from collector.parse.joblog_more import WORTH_A_LOOK, failure_line, launcher_exit
 from collector.parse.joblog_rules import JobMatch, RuleFn, nccl_error, nccl_timeout
 from timeline.models import Event, EventKind, Severity
 
-RULES: list[RuleFn] = [nccl_timeout, nccl_error, gpu_fault, cuda_oom, cuda_error, launch]
+RULES: list[RuleFn] = [
+    nccl_timeout,
+    nccl_error,
+    gpu_fault,
+    cuda_oom,
+    cuda_error,
+    launch,
+    launcher_exit,
+    failure_line,
+]
 _PREFIX = re.compile(r"^(?:\s*(?P<task>\d+): |\[(?:rank|default)(?P<rank>\d+)\]:\s?)+")
 _LEADING_TS = re.compile(
     r"^\[?(?P<ts>\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?)"
@@ -67,7 +77,7 @@ def _leading_ts(line: str) -> float | None:
 
 def classify_job_line(text: str) -> JobMatch | None:
     """Recognize one job log line (launcher prefixes already stripped); None if it is noise."""
-    if not _WORTH_A_LOOK.search(text):
+    if not (_WORTH_A_LOOK.search(text) or WORTH_A_LOOK.search(text)):
         return None
     for rule in RULES:
         if (m := rule(text)) is not None:

@@ -15,6 +15,8 @@ from collector.parse.common import MAX_MESSAGE, MAX_RAW, FloodCollapser, cap, cl
 from collector.parse.common import normalize_pci_bus_id as _norm
 from collector.parse.kernel_groups import GROUPED, OpenGroups
 from collector.parse.kernel_host import aer, oom
+from collector.parse.kernel_node import WORTH_A_LOOK as _NODE_WORTH
+from collector.parse.kernel_node import node_fault
 from collector.parse.kernel_prefix import KernelLine, split_kernel_line
 from collector.parse.kernel_rules import RECOGNIZERS, Match
 from timeline.models import Event, EventKind
@@ -34,9 +36,9 @@ _GROUP_MAX_LINES = 1000  # an OOM episode's memory dump is long; stop waiting af
 
 def classify_kernel_message(message: str) -> Match | None:
     """Recognize one kernel message (no time prefix); None for lines that matter to no one."""
-    if not _WORTH_A_LOOK.search(message):
+    if not (_WORTH_A_LOOK.search(message) or _NODE_WORTH.search(message)):
         return None
-    for rec in (*RECOGNIZERS, aer, oom):
+    for rec in (*RECOGNIZERS, aer, oom, node_fault):
         if (m := rec(message)) is not None:
             return m
     return None

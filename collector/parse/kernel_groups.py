@@ -21,7 +21,8 @@ def _key(ev: Event) -> tuple[object, ...]:
         return ("aer", ev.payload.get("reporter"))
     if ev.kind is EventKind.SXID:
         return ("sxid", ev.code, ev.pci_bus_id)
-    return ("oom",)
+    # One OOM episode per host: a syslog that several hosts wrote interleaves their episodes.
+    return ("oom", (ev.node or "").lower())
 
 
 class OpenGroups:
@@ -69,11 +70,8 @@ class OpenGroups:
 
     def _find(self, ev: Event) -> tuple[object, ...] | None:
         if ev.kind is EventKind.HOST_OOM:
-            return (
-                ("oom",)
-                if ("oom",) in self._open and ev.payload.get("stage") != "invoked"
-                else None
-            )
+            key = _key(ev)
+            return key if key in self._open and ev.payload.get("stage") != "invoked" else None
         if not ev.payload.get("detail"):
             return None
         if ev.kind is EventKind.SXID:

@@ -11,20 +11,43 @@ _NOT_HOSTS = frozenset(
     {"localhost", "none", "null", "unknown", "kernel", "node", "host", "n/a", "nodes", "hostname"}
 )
 
-_MARKS = (":", "@", "node/", "NodeName=", "NodeList=", "***", "assigned ")
+# A host masked in a paste ("xxxxxxxx", "XXXX-01", "***")
+_MASKED = re.compile(r"^(?:[xX*]{3,}[\w.-]*|[\w.-]*[xX*]{4,})$")
+
+_MARKS = (
+    ":",
+    "@",
+    "node/",
+    "NodeName=",
+    "NodeList=",
+    "***",
+    "assigned ",
+    "RUNNING AT",
+    "exec_host=",
+    "kubelet, ",
+    "ip=",
+    "hostname",
+    "on node",
+)
 _QUOTE = re.compile(r"^(?:\s*>\s?)+")
+# Launcher labels in front of a rank's line: srun -l "12: ", mpirun --tag-output "[1,0]<stderr>:",
+# torchrun --tee "[default0]:" / "[rank0]:" (they label a rank, not a host)
+_LABEL = re.compile(r"^(?:\s*\d+: |\[\d+,\d+\]<std(?:out|err)>:\s?|\[(?:rank|default)\d+\]:\s?)+")
 
 # Each pattern captures the host in group "h"; the first that matches wins.
 _LINE_PATTERNS: tuple[re.Pattern[str], ...] = (
-    # journald / syslog: "Nov 22 12:00:00 gpu-node-07 kernel: ..."
+    # journald / syslog (RFC 3164 and journalctl's short-iso): "Nov 22 12:00:00 gpu-07 kernel: ...",
+    # "Feb 02 09:51:48 gpu-07 slurmd[12912]: ...": timestamp, host, any program tag with its pid
     re.compile(
         r"^(?:[A-Z][a-z]{2} +\d{1,2} \d\d:\d\d:\d\d(?:\.\d+)?|\d{4}-\d\d-\d\dT\S+) "
-        r"(?P<h>[A-Za-z0-9][\w.-]*) (?:kernel|slurmd|slurmstepd|kubelet|nvidia-\w+|dcgm\w*)"
-        r"(?:\[\d+\])?:"
+        r"(?P<h>[A-Za-z0-9][\w.-]*) [\w./@-]{1,64}(?:\[\d+\])?: "
     ),
     # NCCL: "gpu-node-07:1234:5678 [0] NCCL ...", also behind a timestamp or with the pid:tid
     # masked in a paste ("host-01:XXXXXX [5]")
     re.compile(r"^\s*(?:\[[^\]]*\]\s*)?(?P<h>[A-Za-z0-9][\w.-]*):(?:\d+:\d+|X{3,}) \[\d+\]"),
+    # NCCL's prefix later in a line (behind a logger's timestamp or level): "... gpu-07:12:34 [0]
+    # NCCL WARN ..." / "... gpu-07:12:34 [0] misc/socket.cc:58 NCCL WARN ..."
+    re.compile(r"(?:^|\s)(?P<h>[A-Za-z0-9][\w.-]*):\d+:\d+ \[\d+\] (?:[\w/.]+:\d+ )?NCCL "),
     # UCX: "[gpu-node-07:31180:0:31180] ib_mlx5_log.c:143 ..." (the "[" sometimes lost in a paste)
     re.compile(r"^\s*\[?(?P<h>[A-Za-z0-9][\w.-]*):\d+\s*:\d+:\d+\]\s"),
     # wall(1)/syslogd broadcast: "Message from syslogd@gpu-node-07 at Jun 17 13:06:42 ..."
@@ -43,6 +66,8 @@ _LINE_PATTERNS: tuple[re.Pattern[str], ...] = (
     re.compile(r"\bNodeName=(?P<h>\S+)"),
     # kubectl describe pod: "Node:  gpu-node-07/10.0.0.7"
     re.compile(r"^\s*Node:\s+(?P<h>[A-Za-z0-9][\w.-]*)(?:/\S*)?\s*$"),
+    # pdsh's own report about a remote host: "pdsh@login1: gpu-07: ssh exited with exit code 1"
+    re.compile(r"^\s*pdsh@[\w.-]+: (?P<h>[A-Za-z0-9][\w.-]*): "),
     # shell prompt: "[root@gpu-node-07 dir]#", "user@gpu-node-07:~$", "user@gpu-node-07 ~ %", but
     # not when the command there queries the whole cluster (that host is a login node)
     re.compile(
@@ -52,7 +77,31 @@ _LINE_PATTERNS: tuple[re.Pattern[str], ...] = (
     ),
     # kubectl events: "node/gpu-node-07"
     re.compile(r"\bnode/(?P<h>[A-Za-z0-9][\w.-]*)"),
+    # kubectl events' older From column "kubelet, gpu-07"; node condition events
+    re.compile(r"\bkubelet, (?P<h>[A-Za-z0-9][\w.-]*)"),
+    re.compile(r"\bNode (?P<h>[A-Za-z0-9][\w.-]*) status is now: "),
+    re.compile(r"\bnodeName\"?\s*[:=]\s*\"?(?P<h>[A-Za-z0-9][\w.-]*)"),
+    # Open MPI: "[gpu-07:10319] *** Process received signal ***", BTL "[gpu-07][[1,2],3][..."
+    re.compile(r"^\s*\[(?P<h>[A-Za-z][\w.-]*):\d+\] "),
+    re.compile(r"^\s*\[(?P<h>[A-Za-z0-9][\w.-]*)\]\[\[\d+,\d+\],\d+\]\["),
+    # mpirun/prterun: "... with PID 363 on node gpu-07 exited on signal 9"; ORTE's daemon lines
+    re.compile(r"\bon node (?P<h>[A-Za-z0-9][\w.-]*) exited\b"),
+    re.compile(r"\bdaemon\s*:\s*\[\[[\d,]+\],\d+\] on node (?P<h>[A-Za-z0-9][\w.-]*)"),
+    # MPICH Hydra's termination block: "=   RANK 0 PID 5490 RUNNING AT gpu-07"
+    re.compile(r"\bRUNNING AT (?P<h>[A-Za-z0-9][\w.-]*)\s*$"),
+    # PBS/Torque job mail "Exec host:  gpu-07/5", accounting "exec_host=gpu-07/0"
+    re.compile(r"^\s*Exec host:\s+(?P<h>[A-Za-z0-9][\w.-]*)(?:/[\d+*-]+)?\s*$"),
+    re.compile(r"\bexec_host=(?P<h>[A-Za-z0-9][\w.-]*)/"),
+    # SGE qacct "hostname     node008" and ORTE's old "  hostname:  gpu-07"
+    re.compile(r"^\s*hostname(?::\s*|\s+)(?P<h>[A-Za-z0-9][\w.-]*)\s*$"),
+    # Ray: "Memory on the node (IP: 10.0.0.7, ID: ...)", "(ID: ..., IP: 10.0.0.7)",
+    # "(raylet, ip=10.0.0.7)" / "(MyActor pid=12, ip=10.0.0.7)" prefixes, an actor error's "ip: ..."
+    re.compile(r"\bIP: (?P<h>\d{1,3}(?:\.\d{1,3}){3})[,)]"),
+    re.compile(r"^\s*\((?:raylet|[\w.]+ pid=\d+|pid=\d+), ip=(?P<h>[\w.:-]+)\)"),
+    re.compile(r"^\s*ip:\s+(?P<h>\d{1,3}(?:\.\d{1,3}){3})\s*$"),
 )
+# A leading ISO timestamp (docker/kubectl --timestamps) before the line proper.
+_LEAD_TS = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d)?\s+")
 
 
 def clean_host(value: str | None) -> str | None:
@@ -62,7 +111,7 @@ def clean_host(value: str | None) -> str | None:
     value = value.strip().rstrip(":,;")
     if not _HOST_OK.match(value) or (value.strip(".").isdigit() and "." not in value):
         return None
-    if value.lower() in _NOT_HOSTS or set(value) <= {"."}:
+    if value.lower() in _NOT_HOSTS or set(value) <= {"."} or _MASKED.match(value):
         return None
     return value
 
@@ -71,14 +120,45 @@ def host_in_line(line: str) -> str | None:
     """The host a line names by a known convention, or None."""
     if not any(mark in line for mark in _MARKS):
         return None  # every convention below needs one of these; most log lines have none
-    line = _QUOTE.sub("", line)  # logs pasted as e-mail/markdown quotes ("> ...")
-    for pattern in _LINE_PATTERNS:
-        m = pattern.search(line)
-        if m:
-            host = clean_host(m.group("h"))
-            if host:
-                return host
+    line = _LABEL.sub("", _QUOTE.sub("", line))  # quoted pastes ("> ..."), rank labels
+    bare = _LEAD_TS.sub("", line)
+    for text in (line, bare) if bare != line else (line,):
+        for pattern in _LINE_PATTERNS:
+            m = pattern.search(text)
+            if m:
+                host = clean_host(m.group("h"))
+                if host:
+                    return host
     return None
+
+
+# pdsh / DeepSpeed's pdsh runner / clush prefix each remote line with "host: ". Only a prefix
+# that looks like a host (has a digit, and a letter or an IPv4 shape) and recurs is taken.
+_PDSH = re.compile(r"^(?P<h>[A-Za-z0-9][\w.-]{2,62}): \S")
+_NOT_PDSH = re.compile(r"^(?:rank|task|line|step|epoch|iter|error|warn|info)\w*$", re.I)
+
+
+def _pdsh_host(line: str) -> str | None:
+    m = _PDSH.match(line)
+    if not m:
+        return None
+    h = m.group("h")
+    ipv4 = re.fullmatch(r"\d{1,3}(?:\.\d{1,3}){3}", h) is not None
+    if _NOT_PDSH.match(h) or not any(c.isdigit() for c in h):
+        return None
+    if not ipv4 and not any(c.isalpha() for c in h):
+        return None
+    return clean_host(h)
+
+
+def prefix_hosts(lines: list[str]) -> list[str | None]:
+    """For each line, the host a recurring pdsh-style "host: " prefix names, if any."""
+    found = [_pdsh_host(line) for line in lines]
+    counts: dict[str, int] = {}
+    for h in found:
+        if h:
+            counts[h] = counts.get(h, 0) + 1
+    return [h if h and counts[h] >= 2 else None for h in found]
 
 
 def distinct(hosts: list[str]) -> list[str]:

@@ -68,6 +68,20 @@ def _first_rule(text: str) -> str | None:
     return None
 
 
+# A line this long may have been wrapped by a terminal or a paste (at 72-80 columns).
+_WRAP_AT = 60
+
+
+def _continues(line: str, nxt: str) -> bool:
+    """Whether `nxt` may be the wrapped rest of `line` (indented, or `line` is wrap-long and
+    `nxt` means nothing alone)."""
+    if not nxt.strip():
+        return False
+    if nxt[:1].isspace():
+        return True
+    return len(line.rstrip()) >= _WRAP_AT and _first_rule(nxt) is None
+
+
 def _fallback(lines: list[str], skip: set[int], hints: list[str | None]) -> list[Event]:
     events: list[Event] = []
     i = 0
@@ -76,15 +90,15 @@ def _fallback(lines: list[str], skip: set[int], hints: list[str | None]) -> list
         if i in skip or not line.strip():
             i += 1
             continue
-        rule, raw = _first_rule(line), line
+        rule, raw, at = _first_rule(line), line, i
         nxt = lines[i + 1] if i + 1 < len(lines) else ""
-        if rule is None and nxt[:1].isspace() and i + 1 not in skip:
+        if rule is None and i + 1 not in skip and _continues(line, nxt):
             joined = f"{line.rstrip()} {nxt.strip()}"  # a terminal-wrapped line
             rule, raw = _first_rule(joined), f"{line}\n{nxt}"
             if rule is not None:
                 i += 1
         if rule is not None:
-            node = hints[i] or host_in_line(line)
+            node = hints[at] or host_in_line(line)
             events.append(
                 _event(EventKind.OTHER, raw, raw.strip(), node=node, payload={"pattern": rule})
             )

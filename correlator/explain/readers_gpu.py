@@ -125,6 +125,34 @@ def _smi_q_event(
             pci_bus_id=pci,
             payload={"dbe": int(value)},
         )
+    return _smi_q_status(inside, key, value, line, pci)
+
+
+def _smi_q_status(inside: str, key: str, value: str, line: str, pci: str | None) -> Event | None:
+    """-q status fields (nvidia-smi(1)): reset/recovery, page retirement, HW slowdown."""
+    k, v = key.lower(), value.lower()
+    needs_reset = (
+        ("gpu reset status" in inside and k in ("reset required", "drain and reset recommended"))
+        and v == "yes"
+    ) or (k == "gpu recovery action" and v not in ("none", "n/a", "") and "deprecated" not in v)
+    if needs_reset:
+        return _event(
+            EventKind.GPU_LOST,
+            line,
+            f"nvidia-smi: {key}: {value}",
+            pci_bus_id=pci,
+            payload={"reset_required": True},
+        )
+    if "retired pages" in inside and k.startswith("pending") and v == "yes":
+        return _event(
+            EventKind.ROW_REMAP,
+            line,
+            f"Retired pages: {key}: Yes",
+            pci_bus_id=pci,
+            payload={"pending": True, "page_retirement": True},
+        )
+    if k in ("hw slowdown", "hw thermal slowdown", "hw power brake slowdown") and v == "active":
+        return _event(EventKind.THERMAL, line, f"{key}: Active", pci_bus_id=pci)
     return None
 
 

@@ -10,7 +10,7 @@ import json
 import re
 
 from collector.slurm.parse import ParseError, parse_sacct_json
-from correlator.explain.hosts import clean_host
+from correlator.explain.hosts import clean_host, prefix_hosts
 from correlator.explain.readers_gpu import ReadResult, _event
 from timeline.models import EventKind
 
@@ -152,6 +152,8 @@ def context_hosts(lines: list[str]) -> list[str | None]:
                 hints[i] = _single_host(cells[col])
             continue
         hints[i] = block
+    for i, host in enumerate(prefix_hosts(lines)):
+        hints[i] = hints[i] or host
     return hints
 
 

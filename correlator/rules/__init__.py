@@ -218,13 +218,18 @@ def _ecc_or_remap(event: Event) -> Verdict | None:
     return None
 
 
-def classify_text(text: str, kind: EventKind | None = None) -> Verdict | None:
-    """The verdict of the first pattern rule matching `text` (restricted by kind), or None."""
+def classify_text(
+    text: str, kind: EventKind | None = None, *, fallbacks: bool = True
+) -> Verdict | None:
+    """The verdict of the first pattern rule matching `text` (restricted by kind), or None;
+    `fallbacks=False` leaves out the families' catch-alls."""
     lower = text.lower()
     if not could_match(lower):
         return None
     for rule in PATTERNS:
         if rule.kinds is not None and (kind is None or kind not in rule.kinds):
+            continue
+        if rule.fallback and not fallbacks:
             continue
         verdict = rule.judge(text, lower)
         if verdict is not None:
@@ -246,10 +251,13 @@ def _child_failed(event: Event) -> Verdict | None:
 
 def classify_event(event: Event) -> Verdict | None:
     """What ONE event means alone; None when it says nothing about a failure."""
+    text = _text(event)
     killed = _child_failed(event)
     if killed is not None:
-        return killed
-    text = _text(event)
+        # A worker's signal or exit code is a weak sign; a cause its own line states (PyTorch:
+        # "workers are out of shared memory") is stronger.
+        stated = classify_text(text, event.kind)
+        return stated if stated is not None and stated.root_cause else killed
     if event.kind is EventKind.XID:
         if event.code is None:
             return _v(
@@ -261,7 +269,9 @@ def classify_event(event: Event) -> Verdict | None:
                 priority=10,
             )
         return xid_verdict(event.code, text)
-    verdict = classify_text(text, event.kind)
+    # An event whose kind already says what it is (a lost GPU, an NCCL timeout) is not
+    # re-read by a family's catch-all for generic failure lines.
+    verdict = classify_text(text, event.kind, fallbacks=event.kind not in KIND_DEFAULTS)
     if verdict is not None:
         return verdict
     structured = _ecc_or_remap(event)

@@ -46,6 +46,7 @@ class PatternRule:
     # "xid" asks the Xid catalog (group `xid`).
     reason: str = ""
     shell: bool = False  # an exit `code` follows the shell's 128 + signal convention
+    fallback: bool = False  # a family's catch-all: tried after every specific rule
 
     def search(self, text: str, lower: str) -> bool:
         """True when the rule matches `text` (`lower` is text.lower(), computed once)."""

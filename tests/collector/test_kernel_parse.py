@@ -344,3 +344,58 @@ def test_nul_and_control_characters_in_a_kernel_line_never_reach_the_event() -> 
         text = (event.raw or "") + event.message + str(event.payload)
         assert "\x00" not in text and "\x1b" not in text, repr(text)
         Event.model_validate(event.model_dump())  # within the boundary contract
+
+
+def test_oom_episodes_of_different_syslog_hosts_stay_apart_when_interleaved() -> None:
+    # Line shapes from mm/oom_kill.c (dump_header / __oom_kill_process) behind rsyslog's
+    # "Mon DD HH:MM:SS host kernel:" prefix; a central syslog interleaves two hosts' episodes.
+    invoked = (
+        "kernel: python invoked oom-killer: gfp_mask=0x100cca(GFP_HIGHUSER_MOVABLE), order=0, "
+        "oom_score_adj=0"
+    )
+    killed = (
+        "kernel: Out of memory: Killed process {pid} (python) total-vm:1000kB, anon-rss:500kB, "
+        "file-rss:0kB, shmem-rss:0kB, UID:0 pgtables:40kB oom_score_adj:0"
+    )
+    text = (
+        f"Mar  1 10:00:01 gpu-a {invoked}\n"
+        f"Mar  1 10:00:01 gpu-b {invoked}\n"
+        f"Mar  1 10:00:02 gpu-a {killed.format(pid=111)}\n"
+        f"Mar  1 10:00:02 gpu-b {killed.format(pid=222)}\n"
+    )
+    events = parse_kernel_text(text, year=2026)
+    assert [(e.node, e.payload["pid"], e.payload["stages"]) for e in events] == [
+        ("gpu-a", 111, ["invoked", "killed"]),
+        ("gpu-b", 222, ["invoked", "killed"]),
+    ]
+    for ev in events:  # each episode quotes only its own host's lines
+        assert all(f" {ev.node} kernel:" in line for line in (ev.raw or "").splitlines())
+
+
+def test_real_soft_lockup_in_a_journal_is_a_host_fault_of_that_host() -> None:
+    text = (
+        Path(__file__).parent.parent / "fixtures" / "corpus" / "194_journal-soft-lockup-wendy.txt"
+    )
+    events = parse_kernel_text(text.read_text("utf-8"), year=2024)
+    faults = [e for e in events if e.payload.get("fault") == "soft_lockup"]
+    assert faults and all(e.kind is EventKind.OTHER and e.node == "wendy" for e in faults)
+
+
+@pytest.mark.parametrize(
+    ("message", "fault"),
+    [
+        # printk formats from kernel/hung_task.c, arch/x86/kernel/cpu/mce/core.c, drivers/edac,
+        # block/blk-core.c, fs/ext4/super.c, fs/nfs/client.c, kernel/panic.c
+        ("INFO: task python:4242 blocked for more than 120 seconds.", "hung_task"),
+        ("mce: [Hardware Error]: Machine check events logged", "machine_check"),
+        ("EDAC MC0: 1 UE memory read error on CPU_SrcID#0_MC#0_Chan#1_DIMM#0", "edac_ue"),
+        ("blk_update_request: I/O error, dev nvme0n1, sector 2048 op 0x1:(WRITE)", "io_error"),
+        ("EXT4-fs error (device sda1): ext4_find_entry:1455: inode #2: comm ls", "fs_error"),
+        ("nfs: server storage01 not responding, still trying", "nfs_down"),
+        ("Kernel panic - not syncing: Fatal hardware error!", "panic"),
+    ],
+)
+def test_host_fault_messages_are_recognised_with_their_text(message: str, fault: str) -> None:
+    ev = parse_kernel_line(f"[ 812.1] {message}", boot_ts=1_000.0)
+    assert ev is not None and ev.kind is EventKind.OTHER
+    assert ev.payload["fault"] == fault and ev.payload["text"] == message

@@ -6,9 +6,17 @@ into the events `explain` concludes from. The others cannot, and are counted by 
 
 - `structured`: explain reads tool output (nvidia-smi, sacct, dcgmi diag, dcgm-exporter) that
   the agent collects through its own sources (NVML, DCGM, Slurm), not as log text;
-- `not parsed`: the evidence is a line the agent's log parsers do not turn into an event
-  (kubectl output, Slurm controller and admin commands, launcher exit lines, prose quotes);
+- `not parsed`: the evidence is text a node agent does not read, so explain alone sees it:
+  kubectl output and Kubernetes events, Slurm controller, sacct/sinfo/scontrol and other admin
+  commands, batch-system mail and accounting records, prose quotes, and program exceptions the
+  job-log parser deliberately leaves alone (a logged Python exception is not a failure event);
 - `not an incident`: a job its owner cancelled, which the live correlator does not file.
+
+The agent does read job stdout/stderr (launcher exit and signal lines, MPI and Ray runtime
+reports, UCX/NCCL/c10d socket and fabric lines, slurmstepd/srun errors) and the kernel log
+(host lockups, machine checks, I/O errors besides the GPU driver's lines): those go through.
+Disagreements are listed by file for training cases and only counted for validation cases
+(whose per-case results are not shown; see the corpus README).
 """
 
 from __future__ import annotations
@@ -79,6 +87,7 @@ def outcome(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     factory = sessionmaker(engine)
     gpus, nodes, jobs, allocs, events = [], [], [], [], []
     cases: dict[str, dict[str, Any]] = {}
+    splits = {case["file"]: case["split"] for case in LABELS}
     for i, case in enumerate(LABELS):
         text = (CORPUS / case["file"]).read_text("utf-8")
         got = explain_bytes(text.encode()).to_dict()
@@ -87,7 +96,12 @@ def outcome(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         node, job, base = f"n{i:03d}", f"j{i:03d}", T0 + i * DAY
         agent = parse_kernel_text(text, node=node) + parse_job_text(text, node=node, job_id=job)
         want = (got["category"], got["blame"])
-        cases[case["file"]] = {"want": want, "node": node, "job": job}
+        cases[case["file"]] = {
+            "want": want,
+            "node": node,
+            "job": job,
+            "split": splits[case["file"]],
+        }
         why = _why_not(text, agent, want)
         if why:
             cases[case["file"]]["why_not"] = why
@@ -129,8 +143,9 @@ def test_live_incidents_agree_with_explain_wherever_the_case_goes_through_ingest
     through = {f: c for f, c in outcome.items() if "why_not" not in c}
     disagree = {f: (c["want"], sorted(c["live"], key=str)) for f, c in through.items()}
     disagree = {f: d for f, d in disagree.items() if d[0] not in outcome[f]["live"]}
-    assert not disagree
-    assert len(through) >= 170  # most of the corpus goes through the agent's own parsers
+    assert {f: d for f, d in disagree.items() if outcome[f]["split"] == "training"} == {}
+    assert sum(outcome[f]["split"] == "validation" for f in disagree) == 0
+    assert len(through) >= 250  # most of the corpus goes through the agent's own parsers
 
 
 def test_cases_that_cannot_go_through_ingest_have_a_reason(outcome: dict[str, Any]) -> None:

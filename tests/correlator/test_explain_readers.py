@@ -131,3 +131,83 @@ def test_dcgmi_diag_failed_row_is_a_gpu_fault_on_that_gpu() -> None:
     result = explain_text(text)
     assert (result.category, result.blame) == ("gpu_hardware", "node")
     assert any("GPU0: Fail" in line for line in result.evidence)
+
+
+# One line per convention, written from the emitter's own format (its source is cited in the
+# rule family or in hosts.py); the host is what the convention names, never a guess.
+HOST_LINES = [
+    ("Feb 02 09:51:48 gpu-07 slurmd[12912]: slurmd: fatal: can't stat gres.conf file", "gpu-07"),
+    ("2024-05-01T10:00:00+0000 gpu-07 systemd[1]: slurmd.service: Failed", "gpu-07"),
+    ("[gpu-07:10319] *** Process received signal ***", "gpu-07"),
+    ("[gpu-07][[32355,1],2][btl_tcp_endpoint.c:796:x] connect() to 10.0.0.8 failed", "gpu-07"),
+    ("mpirun noticed that process rank 3 with PID 9 on node gpu-07 exited on signal 9", "gpu-07"),
+    ("  Remote daemon: [[11377,0],1] on node gpu-08", "gpu-08"),
+    ("=   RANK 0 PID 5490 RUNNING AT gpu-07", "gpu-07"),
+    ("Exec host:  gpu-2-17/5", "gpu-2-17"),
+    ("hostname     node008.cm.cluster  ", "node008.cm.cluster"),
+    ("Memory on the node (IP: 10.0.0.7, ID: fc2b) where the task was running", "10.0.0.7"),
+    ("(raylet, ip=10.0.0.7) node_manager.cc:3277: 2 Workers killed", "10.0.0.7"),
+    ("2023-05-22T03:06:53.935282247Z \tip: 172.28.1.11", "172.28.1.11"),
+    ("  Normal   NodeHasDiskPressure   4m23s  kubelet, minikube  Node minikube status", "minikube"),
+    ("pdsh@login1: gpu-07: ssh exited with exit code 1", "gpu-07"),
+    # launcher labels in front of NCCL's own prefix, and NCCL's prefix behind a logger's stamp
+    (
+        "[1,0]<stderr>:gpu-07:1234:5678 [0] NCCL WARN Call to connect returned Connection refused",
+        "gpu-07",
+    ),
+    ("0: gpu-08:1:2 [3] NCCL WARN socketProgress: Connection closed by remote peer x<1>", "gpu-08"),
+    ("2024-01-01 12:00:00,123 - INFO - gpu-09:12:34 [0] misc/socket.cc:58 NCCL WARN x", "gpu-09"),
+]
+
+
+@pytest.mark.parametrize(("line", "host"), HOST_LINES, ids=[h[0][:40] for h in HOST_LINES])
+def test_each_emitters_host_convention_names_its_host(line: str, host: str) -> None:
+    assert host_in_line(line) == host
+
+
+def test_lines_that_only_look_like_conventions_name_no_host() -> None:
+    assert host_in_line("hostname: ") is None
+    assert host_in_line("Error: something failed on the node") is None
+    assert (
+        host_in_line("mpirun noticed that process rank 1 with PID x on node HOSTNAME exited")
+        is None
+    )
+    assert host_in_line("=   EXIT CODE: 9") is None
+    assert host_in_line("[rank0]:[E ProcessGroupNCCL.cpp:607] [Rank 0] Watchdog caught") is None
+
+
+def test_a_pdsh_prefix_names_its_host_only_when_it_recurs() -> None:
+    text = (
+        "10.0.0.6: Traceback (most recent call last):\n"
+        "10.0.0.6: RuntimeError: CUDA error: an illegal memory access was encountered\n"
+        "10.0.0.7: [INFO] rank 1 waiting\n"
+    )
+    assert explain_text(text).node == "10.0.0.6"
+    once = "gpu07: RuntimeError: CUDA error: an illegal memory access was encountered\n"
+    assert explain_text(once).node is None  # one "word: " prefix is not a pdsh convention
+
+
+def test_a_wrapped_launcher_line_is_read_whole() -> None:
+    # Open MPI's help text wraps at 80 columns in a terminal or an issue paste.
+    got = explain_text(
+        "mpiexec noticed that process rank 0 with PID 10313 on node proton exited on \n"
+        "signal 6 (Aborted).\n"
+    )
+    assert (got.category, got.blame, got.node) == ("user_code", "job", "proton")
+
+
+@pytest.mark.parametrize(
+    ("healthy", "failing"),
+    [
+        ("GPU Recovery Action                                : None", "Reset"),
+        ("HW Slowdown                                    : Not Active", "Active"),
+    ],
+)
+def test_nvidia_smi_q_status_fields_read_structurally(healthy: str, failing: str) -> None:
+    # The recorded healthy H100 document with one status field set as nvidia-smi(1) prints it.
+    text = _fixture("nvidia_smi_q_h100_healthy.txt")
+    assert healthy in text
+    line = healthy.rsplit(":", 1)[0] + f": {failing}"
+    got = explain_text(text.replace(healthy, line))
+    assert got.category == "gpu_hardware"
+    assert [e.strip() for e in got.evidence] == [line.strip()]

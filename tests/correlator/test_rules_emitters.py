@@ -21,7 +21,7 @@ BN, BJ, BI, BU = Blame.NODE, Blame.JOB, Blame.INFRA, Blame.UNKNOWN
 
 
 def test_every_family_names_its_sources_and_every_rule_its_meaning() -> None:
-    assert len(FAMILIES) == len(FAMILY_FILES) == 10
+    assert len(FAMILIES) == len(FAMILY_FILES) == 13
     names: set[str] = set()
     for fam in FAMILIES:
         assert fam.sources, fam.name
@@ -167,6 +167,79 @@ EXAMPLES = [
         U,
         BJ,
     ),
+    (
+        "torch.multiprocessing.spawn.ProcessExitedException: process 1 terminated with "
+        "signal SIGKILL",
+        H,
+        BU,
+    ),
+    ("Process finished with exit code 134 (interrupted by signal 6: SIGABRT)", U, BJ),
+    ('    "exitCode": 137,', H, BU),
+    # Open MPI / PRRTE (help-prun.txt, help-errmgr-base.txt), MPICH Hydra
+    (
+        "prterun noticed that process rank 3 with PID 812 on node gpu-07 exited on signal 11 "
+        "(Segmentation fault).",
+        U,
+        BJ,
+    ),
+    ("ORTE has lost communication with a remote daemon.", NET, BU),
+    ("  Remote daemon: [[11377,0],1] on node gpu-08", NET, BU),
+    ("A process exceeded memory limits:", H, BJ),
+    ("MPI_ABORT was invoked on rank 0 in communicator MPI_COMM_WORLD with errorcode 1.", U, BJ),
+    ("=   KILLED BY SIGNAL: 9 (Killed)", H, BU),
+    ("YOUR APPLICATION TERMINATED WITH THE EXIT STRING: Segmentation fault (signal 11)", U, BJ),
+    # Ray (ray-oom-prevention.rst, node_manager.cc)
+    (
+        "ray.exceptions.OutOfMemoryError: Task was killed due to the node running low on memory.",
+        H,
+        BJ,
+    ),
+    (
+        "(raylet) node_manager.cc:3277: 2 Workers (tasks / actors) killed due to memory "
+        "pressure (OOM), 0 Workers crashed due to other reasons at node (ID: ab, IP: 10.0.0.7)",
+        H,
+        BJ,
+    ),
+    # older kubelets, device plugin RPCs, the GPU operator's own daemons
+    ("The node was low on resource: nodefs.", N, BN),
+    (
+        "Warning  UnexpectedAdmissionError  kubelet  Allocate failed due to rpc error: code = "
+        "Unavailable desc = transport is closing, which is unexpected",
+        N,
+        BN,
+    ),
+    ("nvidia-operator-validator-d5c26   0/1   Init:CrashLoopBackOff   4 (24s ago)   25m", N, BN),
+    (
+        "stderr: nvidia-container-cli.real: initialization error: driver error: failed to process "
+        "request: unknown",
+        N,
+        BN,
+    ),
+    ("  exitcode  : -11 (pid: 5277) (SIGSEGV)", U, BJ),
+    (
+        "ResourceExhaustedError: OOM when allocating tensor with shape[64,512] and type float "
+        "on /job:localhost/replica:0/task:0/device:GPU:0 by allocator GPU_0_bfc",
+        Category.OOM_GPU,
+        BJ,
+    ),
+    ("NVRM: The NVIDIA probe routine failed for 1 device(s).", N, BN),
+    ("       1234   train   REQUEUED      0:0", S, BI),
+    ("ConnectionResetError: [Errno 104] Connection reset by peer", NET, BU),
+    ("yaml.scanner.ScannerError: mapping values are not allowed here", U, BJ),
+    # Linux kernel (arch/x86/kernel/cpu/mce/core.c, block/blk-core.c, fs/nfs/client.c)
+    ("mce: [Hardware Error]: Machine check events logged", N, BN),
+    ("blk_update_request: I/O error, dev nvme0n1, sector 2048 op 0x1:(WRITE) flags 0x0", N, BN),
+    ("nfs: server storage01 not responding, still trying", N, BI),
+    # Slurm node configuration, CUDA catch-alls
+    ("slurmd: fatal: can't stat gres.conf file /dev/nvidia0: No such file or directory", N, BN),
+    ("RuntimeError: cuInit returned error 999 CUDA_ERROR_UNKNOWN", G, BN),
+    ("RuntimeError: CUDA error: operation not supported", U, BJ),
+    (
+        "NCCL WARN unlink shared memory /dev/shm/nccl-d5rTd0 failed, error: No such file or "
+        "directory",
+        N,
+        BN,
+    ),
 ]
 
 
@@ -187,6 +260,26 @@ def test_a_peer_error_names_the_peer_and_never_the_printer() -> None:
     assert v is not None and v.culprit == "10.0.0.7" and not v.at_printer
     masked = classify_text("NCCL WARN Net : Call to recv from 172....<33759> failed : Broken pipe")
     assert masked is not None and masked.culprit is None and not masked.at_printer
+
+
+def test_an_mpi_rank_killed_on_a_node_names_that_node_unless_masked() -> None:
+    line = "mpirun noticed that process rank 7 with PID 0 on node {} exited on signal 9 (Killed)."
+    named = classify_text(line.format("gpu-07"))
+    assert named is not None and named.culprit == "gpu-07" and not named.at_printer
+    for masked in ("HOSTNAME", "xxxxxxxx"):
+        v = classify_text(line.format(masked))
+        assert v is not None and v.category == Category.OOM_HOST and v.culprit is None
+
+
+def test_a_family_catch_all_never_shadows_a_specific_rule() -> None:
+    ecc = classify_text("RuntimeError: CUDA error: uncorrectable ECC error encountered")
+    assert ecc is not None and (ecc.category, ecc.blame) == (G, BN)
+    generic = classify_text("RuntimeError: CUDA error: operation not supported")
+    assert generic is not None and generic.priority < ecc.priority
+    oom = classify_text("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB")
+    assert oom is not None and oom.category is Category.OOM_GPU  # not the exception catch-all
+    bare = classify_text("yaml.scanner.ScannerError: mapping values are not allowed here")
+    assert bare is not None and not bare.root_cause and bare.confidence <= 0.3
 
 
 def test_a_prolog_failure_blames_the_named_node_else_the_one_that_logged_it() -> None:

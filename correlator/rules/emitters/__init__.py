@@ -8,7 +8,9 @@ text) and the verdict that the emitter's documented meaning gives it:
      "action", optional "root_cause" (default true), "culprit" ("printer" | "peer" | "none"),
      "culprit" may also be "peer_or_printer" (the named peer, else the host that logged it),
      "reason" ("exit" | "xid": the verdict comes from the signal reasoner or the Xid catalog),
-     "shell" (exit codes use 128 + signal), "kinds" (limit to these event kinds)}
+     "shell" (exit codes use 128 + signal), "kinds" (limit to these event kinds),
+     "fallback" (true: the family's catch-all for its generic failure line, tried after every
+     specific rule of every family)}
 
 `means` quotes or paraphrases the source's own meaning of the message; it is documentation and
 is checked only for being present.
@@ -27,7 +29,17 @@ from correlator.taxonomy import Blame, Category
 from timeline.models import EventKind
 
 _RULE_KEYS = {"name", "pattern", "means", "category", "blame", "confidence", "priority"}
-_OPTIONAL = {"summary", "action", "root_cause", "culprit", "reason", "shell", "kinds", "flags"}
+_OPTIONAL = {
+    "summary",
+    "action",
+    "root_cause",
+    "culprit",
+    "reason",
+    "shell",
+    "kinds",
+    "flags",
+    "fallback",
+}
 
 
 @dataclass(frozen=True)
@@ -63,6 +75,7 @@ def _rule(family: str, spec: dict[str, Any]) -> PatternRule:
         culprit=spec.get("culprit", "printer"),
         reason=spec.get("reason", ""),
         shell=bool(spec.get("shell", False)),
+        fallback=bool(spec.get("fallback", False)),
     )
 
 
@@ -80,13 +93,22 @@ FAMILY_FILES = (
     "dcgm.json",
     "nvidia_smi.json",
     "device_plugin.json",
+    "linux_kernel.json",
     "cuda.json",
     "nccl.json",
     "ib_verbs.json",
+    "mpi.json",
+    "ray.json",
     "pytorch.json",
     "kubelet.json",
     "slurm.json",
     "launchers.json",
 )
 FAMILIES: tuple[Family, ...] = tuple(_load(f) for f in FAMILY_FILES)
-EMITTER_RULES: tuple[PatternRule, ...] = tuple(r for fam in FAMILIES for r in fam.rules)
+EMITTER_RULES: tuple[PatternRule, ...] = tuple(
+    r for fam in FAMILIES for r in fam.rules if not r.fallback
+)
+# Each family's catch-all for its generic failure line: weak, so tried after every other rule.
+EMITTER_FALLBACKS: tuple[PatternRule, ...] = tuple(
+    r for fam in FAMILIES for r in fam.rules if r.fallback
+)

@@ -1,0 +1,55 @@
+"""Recognizers for kernel messages about the host itself: lockups, hung tasks, panics, machine
+checks, memory (EDAC) errors, block-device and filesystem I/O errors, NFS servers gone.
+
+Each is a `Match` of kind OTHER carrying the message; what it means is the correlator's rule
+(correlator/rules/emitters/linux_kernel.json). Formats are the kernel's own printk strings.
+"""
+
+from __future__ import annotations
+
+import re
+
+from collector.parse.kernel_rules import Match
+from timeline.models import EventKind, Severity
+
+# (slug, message shape) -- kernel/watchdog.c, kernel/watchdog_perf.c, kernel/hung_task.c,
+# kernel/panic.c, arch/x86/kernel/cpu/mce/core.c, drivers/edac, block/blk-core.c,
+# fs/buffer.c, fs/ext4/super.c, fs/xfs, fs/nfs/client.c
+_NODE_FAULTS: list[tuple[str, re.Pattern[str]]] = [
+    ("soft_lockup", re.compile(r"BUG: soft lockup\W")),
+    ("hard_lockup", re.compile(r"Watchdog detected hard LOCKUP|NMI watchdog: .*hard LOCKUP")),
+    ("hung_task", re.compile(r"INFO: task \S+ blocked for more than \d+ seconds")),
+    ("panic", re.compile(r"Kernel panic - not syncing")),
+    ("kernel_bug", re.compile(r"kernel BUG at \S+")),
+    ("machine_check", re.compile(r"mce: \[Hardware Error\]|Machine check events logged")),
+    ("edac_ue", re.compile(r"EDAC \S+: .{0,60}\b(?:UE|Uncorrected|uncorrectable)\b")),
+    (
+        "io_error",
+        re.compile(
+            r"(?:blk_update_request|critical medium|I/O) error, dev \w+|Buffer I/O error on dev"
+        ),
+    ),
+    (
+        "fs_error",
+        re.compile(
+            r"EXT4-fs error|XFS \(\S+\): .*(?:Corruption|I/O error)|Remounting filesystem read-only"
+        ),
+    ),
+    ("nfs_down", re.compile(r"nfs: server \S+ not responding")),
+]
+WORTH_A_LOOK = re.compile(
+    r"lockup|LOCKUP|blocked for more than|panic|BUG|Hardware Error|Machine check|EDAC|"
+    r"I/O error|EXT4-fs|XFS|read-only|nfs: server"
+)
+
+
+def node_fault(msg: str) -> Match | None:
+    """A kernel message reporting a fault of the host (not of a GPU)."""
+    if not WORTH_A_LOOK.search(msg):
+        return None
+    for slug, pattern in _NODE_FAULTS:
+        if pattern.search(msg):
+            return Match(
+                EventKind.OTHER, msg, None, Severity.ERROR, None, {"text": msg, "fault": slug}
+            )
+    return None
