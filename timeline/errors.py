@@ -11,3 +11,7 @@ class BatchTooLarge(TimelineError):
 
 class NotFound(TimelineError):
     """The thing asked for is not in the store."""
+
+
+class Conflict(TimelineError):
+    """The change asked for does not fit the current state (e.g. approving a done action)."""

@@ -15,9 +15,9 @@ from sqlalchemy import text
 from starlette.middleware.sessions import SessionMiddleware
 
 from timeline import __version__, db
-from timeline.errors import BatchTooLarge, NotFound, TimelineError
+from timeline.errors import BatchTooLarge, Conflict, NotFound, TimelineError
 from timeline.settings import Settings
-from web.api import incidents, ingest, read
+from web.api import actions, incidents, ingest, read
 from web.auth import TokenTable
 from web.leader import LeaderLock
 from web.logs import configure_logging
@@ -40,6 +40,10 @@ def _error_handlers(app: FastAPI) -> None:
     @app.exception_handler(NotFound)
     async def not_found(_: Request, exc: NotFound) -> JSONResponse:
         return JSONResponse(status_code=404, content={"detail": str(exc)})
+
+    @app.exception_handler(Conflict)
+    async def conflict(_: Request, exc: Conflict) -> JSONResponse:
+        return JSONResponse(status_code=409, content={"detail": str(exc)})
 
     @app.exception_handler(LoginRequired)
     async def to_login(_: Request, exc: LoginRequired) -> RedirectResponse:
@@ -105,6 +109,7 @@ def create_app(settings: Settings, *, configure: Configure | None = None) -> Fas
     app.include_router(ingest.router)
     app.include_router(read.router)
     app.include_router(incidents.router)
+    app.include_router(actions.router)
     app.include_router(fleet_page.router)
 
     @app.get("/healthz", include_in_schema=False)

@@ -10,6 +10,7 @@ import threading
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from apscheduler.schedulers.background import BackgroundScheduler
 from sqlalchemy.orm import Session, sessionmaker
@@ -64,6 +65,8 @@ class ServerRuntime:
         self.scheduler = BackgroundScheduler(daemon=True)
         self.jobs: dict[str, Callable[[], object]] = {}
         self.streams: list[tuple[StreamingSource, threading.Thread]] = []
+        self.threads: list[threading.Thread] = []
+        self.healer: Any = None  # the HealerRunner when the healer is on (API wakes it)
         self._stop = threading.Event()
 
     def add(self, name: str, fn: Callable[[], object], interval_s: float) -> None:
@@ -107,11 +110,24 @@ class ServerRuntime:
 
         self.streams.append((source, threading.Thread(target=run, name=name, daemon=True)))
 
+    def add_thread(self, name: str, target: Callable[[threading.Event], None]) -> None:
+        """Run `target(stop)` on its own thread once started (a loop that returns on stop)."""
+
+        def run() -> None:
+            try:
+                target(self._stop)
+            except Exception:
+                log.exception("background loop %s stopped on an error", name)
+
+        self.threads.append(threading.Thread(target=run, name=name, daemon=True))
+
     def start(self) -> None:
-        """Start the scheduler (if it has jobs) and the streaming sources."""
+        """Start the scheduler (if it has jobs), the streaming sources and the loops."""
         if self.jobs:
             self.scheduler.start()
         for _, thread in self.streams:
+            thread.start()
+        for thread in self.threads:
             thread.start()
 
     def stop(self) -> None:
@@ -119,6 +135,6 @@ class ServerRuntime:
         self._stop.set()
         if self.scheduler.running:
             self.scheduler.shutdown(wait=True)
-        for _, thread in self.streams:
+        for thread in [t for _, t in self.streams] + self.threads:
             if thread.is_alive():  # never started where this process did not lead
                 thread.join(timeout=10)

@@ -5,9 +5,12 @@ from __future__ import annotations
 from typing import Literal
 
 from fastapi import APIRouter, Depends, Query, Request
+from sqlalchemy.orm import Session
 
 from correlator import service as incidents
 from correlator.models import IdleFinding, IdleTotal, Incident
+from healer import service as healer
+from healer.models import Action
 from web.api.read import read_session
 from web.auth import require_reader
 
@@ -32,10 +35,22 @@ async def list_incidents(
     )
 
 
+class IncidentDetail(Incident):
+    """An incident with the healer's actions on it."""
+
+    actions: list[Action] = []
+
+
 @router.get("/incidents/{incident_id}")
-async def get_incident(request: Request, incident_id: int) -> Incident:
-    """One incident with its explanation, evidence and symptom event ids."""
-    return await read_session(request, lambda s: incidents.get_incident(s, incident_id=incident_id))
+async def get_incident(request: Request, incident_id: int) -> IncidentDetail:
+    """One incident with its explanation, evidence, symptom event ids and healer actions."""
+
+    def read(s: Session) -> IncidentDetail:
+        inc = incidents.get_incident(s, incident_id=incident_id)
+        acts = healer.list_actions(s, incident_id=incident_id, limit=1000)
+        return IncidentDetail(**inc.model_dump(), actions=acts)
+
+    return await read_session(request, read)
 
 
 @router.get("/idle")

@@ -11,6 +11,7 @@ from fastapi import APIRouter, Depends, HTTPException, Query, Request
 from fastapi.concurrency import run_in_threadpool
 from sqlalchemy.orm import Session
 
+from healer import service as healer
 from timeline import fleet, queries
 from timeline.models import EventKind
 from web.auth import require_reader
@@ -74,12 +75,16 @@ async def jobs(
 
 @router.get("/jobs/{job_id}")
 async def job(request: Request, job_id: str) -> dict[str, Any]:
-    """One job with its events."""
+    """One job with its events and its lineage (the runs the healer started again)."""
     found = await read_session(request, lambda s: queries.get_job(s, job_id=job_id))
     if found is None:
         raise HTTPException(404, detail=f"no job {job_id!r}")
     found["events"] = await read_session(
         request, lambda s: queries.events_in_window(s, job_id=job_id, limit=1000)
+    )
+    # Runs of this job the healer started again (requeue, resubmission), and where from.
+    found["lineage"] = await read_session(
+        request, lambda s: [x.model_dump() for x in healer.job_lineage(s, job_id=job_id)]
     )
     return found
 
