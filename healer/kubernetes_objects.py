@@ -9,6 +9,7 @@ from typing import Any
 
 TAINT_KEY = "fleetmedic.io/unhealthy"
 RECOVERY_OF = "fleetmedic.io/recovery-of"
+JOB_TRACKING = "batch.kubernetes.io/job-tracking"  # set by the Job controller on its own Jobs
 # Labels the Job controller stamps on a Job and its pod template; a new Job gets its own.
 _CONTROLLER_LABELS = (
     "controller-uid",
@@ -83,7 +84,7 @@ def recreated(
     meta["labels"] = {
         k: v for k, v in (meta.get("labels") or {}).items() if k not in _CONTROLLER_LABELS
     } | {RECOVERY_OF: str(old_name)[:63]}
-    notes = dict(meta.get("annotations") or {})
+    notes = {k: v for k, v in (meta.get("annotations") or {}).items() if k != JOB_TRACKING}
     notes[RECOVERY_OF] = str(old_name)
     if incident_id is not None:
         notes["fleetmedic.io/incident"] = str(incident_id)

@@ -2,7 +2,9 @@
 
 Planning is repeatable: the same incident read again (a restart, an update) yields the same
 keys, and the store keeps one row per key. Drains carry the breaker's epoch in their key, and
-evidence from before a breaker reset plans no drain, so a reset never replays old work.
+evidence from before a breaker reset plans no drain, so a reset never replays old work. They
+also carry the node's generation (how often we let go of it), so a node that came back and
+fails again is drained again, on evidence newer than its return only.
 """
 
 from __future__ import annotations
@@ -16,7 +18,8 @@ from sqlalchemy.orm import Session
 from correlator import tables as ct
 from correlator.models import Incident
 from correlator.rules.xid import xid_info
-from healer.models import Action, ActionKind, BreakerState
+from healer import tables as ht
+from healer.models import Action, ActionKind, ActionState, BreakerState
 from healer.policy import Policy, Rule
 from healer.safety import drain_reason
 from timeline import tables as t
@@ -65,6 +68,25 @@ def _occurrences(session: Session, *, incident: Incident, rule: Rule, now: float
         i.c.opened_ts <= now,
     )
     return int(session.execute(stmt).scalar_one())
+
+
+def node_generation(session: Session, *, cluster: str, node: str) -> tuple[int, float]:
+    """How many times we let go of this node (returned, released to a person, or found it a
+    person's), and when we last did: new evidence after that is new work."""
+    a = ht.actions
+    stmt = select(a.c.result, a.c.finished_ts).where(
+        a.c.kind == ActionKind.DRAIN.value,
+        a.c.cluster == cluster,
+        a.c.node == node,
+        a.c.state == ActionState.DONE.value,
+    )
+    gen, last = 0, 0.0
+    for result, finished in session.execute(stmt).all():
+        result = result or {}
+        if not result.get("holding"):
+            gen += 1
+            last = max(last, float(result.get("released_ts") or finished or 0.0))
+    return gen, last
 
 
 def reset_suffices(incident: Incident) -> bool:
@@ -123,13 +145,16 @@ class Planner:
             if seen < rule.occurrences:
                 return []
         info = node_info(self.session, node=node)
+        gen, let_go = node_generation(self.session, cluster=info.cluster, node=node)
+        if gen and inc.last_seen_ts <= let_go:
+            return []  # evidence from before the node came back: that drain is over
         scheduler = info.scheduler or next((j.scheduler for j in inc.affected_jobs), None)
         kind = ActionKind.DRAIN
         params: dict[str, Any] = {"category": inc.category, "rule": rule.name}
         if rule.gpu_reset and self.policy.gpu_reset_command and reset_suffices(inc):
             kind = ActionKind.RESET_GPU
             params |= {"gpu": inc.culprit_gpu_index, "pci": inc.culprit_pci_bus_id}
-        key = f"{kind.value}:{info.cluster}:{node}:i{inc.id}:e{self.breaker.epoch}"
+        key = f"{kind.value}:{info.cluster}:{node}:i{inc.id}:e{self.breaker.epoch}:g{gen}"
         return [
             Action(
                 key=key,
