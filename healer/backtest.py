@@ -121,8 +121,9 @@ class Backtest:
                 sim.counts["no_action"] += 1
                 continue
             sim.by_rule[rule.name] += 1
-            planner = Planner(self.session, policy=self.policy, breaker=BreakerState(),
-                              now=inc.opened_ts)  # fmt: skip
+            planner = Planner(
+                self.session, policy=self.policy, breaker=BreakerState(), now=inc.opened_ts
+            )
             inc_open = inc.model_copy(update={"state": IncidentState.OPEN})
             actions = planner.plan(inc_open)
             gpus = _gpus(self.session, [a.job_id for a in actions if a.job_id], 8)
@@ -136,8 +137,12 @@ class Backtest:
                     outcome = self._drain(a.node, a.cluster, inc.opened_ts)
                     sim.counts[f"{a.kind.value}_{outcome}"] += 1
                 elif a.kind is ActionKind.RECOVER and a.job_id:
-                    ok = self._recover(a.job_id, gpus.get(a.job_id, 8), inc.opened_ts,
-                                       a.params.get("max_recoveries"))  # fmt: skip
+                    ok = self._recover(
+                        a.job_id,
+                        gpus.get(a.job_id, 8),
+                        inc.opened_ts,
+                        a.params.get("max_recoveries"),
+                    )
                     sim.counts["recoveries" if ok else "recoveries_refused"] += 1
                 elif a.kind is ActionKind.NOTIFY:
                     sim.counts["notifications"] += 1

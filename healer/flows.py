@@ -62,8 +62,14 @@ def plan_once(ctx: HealerContext, *, report: HealReport) -> None:
 
 
 def _note(action: Action, text: str, now: float, actor: str = "healer") -> AuditEntry:
-    return AuditEntry(action_id=action.id, ts=now, actor=actor, what="state", output=text,
-                      approved_by=action.approved_by)  # fmt: skip
+    return AuditEntry(
+        action_id=action.id,
+        ts=now,
+        actor=actor,
+        what="state",
+        output=text,
+        approved_by=action.approved_by,
+    )
 
 
 def _cancel_waiting(s: Session, *, incident_id: int | None, now: float, fence: Any) -> int:
@@ -72,9 +78,15 @@ def _cancel_waiting(s: Session, *, incident_id: int | None, now: float, fence: A
     for a in service.list_actions(s, incident_id=incident_id, state=[x.value for x in _WAITING]):
         if a.mode is ActionMode.ACT and a.state is ActionState.PLANNED:
             continue  # it runs in this pass anyway
-        service.transition(s, action_id=int(a.id or 0), to=ActionState.CANCELLED,
-                           from_states=_WAITING, now=now, fence=fence,
-                           error="incident resolved before it ran")  # fmt: skip
+        service.transition(
+            s,
+            action_id=int(a.id or 0),
+            to=ActionState.CANCELLED,
+            from_states=_WAITING,
+            now=now,
+            fence=fence,
+            error="incident resolved before it ran",
+        )
         n += 1
     return n
 
@@ -104,23 +116,34 @@ def _gate(ctx: HealerContext, s: Session, action: Action, now: float) -> StepOut
         if why is not None:
             out = StepOutcome("cancelled", {}, why)
             if safety.trip(s, reason=why, scope=action.cluster, now=now, fence=ctx.fence):
-                out.notices.append(oncall_alert(
-                    key=f"breaker:{now:.3f}", subject="blast-radius breaker tripped",
-                    body=f"{why}. New drains stop until an admin resets the breaker "
-                    "(fleetmedic heal status; POST /api/v1/healer/breaker/reset). Returning "
-                    "healthy nodes still works.", oncall=policy.oncall, now=now, action=action,
-                ))  # fmt: skip
+                out.notices.append(
+                    oncall_alert(
+                        key=f"breaker:{now:.3f}",
+                        subject="blast-radius breaker tripped",
+                        body=f"{why}. New drains stop until an admin resets the breaker "
+                        "(fleetmedic heal status; POST /api/v1/healer/breaker/reset). Returning "
+                        "healthy nodes still works.",
+                        oncall=policy.oncall,
+                        now=now,
+                        action=action,
+                    )
+                )
             return out
     if action.kind is ActionKind.RECOVER and action.state is not ActionState.RUNNING:
         limit = action.params.get("max_recoveries")
         why, until = safety.recovery_gate(s, policy=policy, action=action, limit=limit, now=now)
         if why is not None:
             out = StepOutcome("cancelled", {}, why)
-            out.notices.append(oncall_alert(
-                key=f"budget:{action.id}", subject=f"job {action.job_id} not recovered again",
-                body=f"{why}. Escalated to a person.", oncall=policy.oncall, now=now,
-                action=action,
-            ))  # fmt: skip
+            out.notices.append(
+                oncall_alert(
+                    key=f"budget:{action.id}",
+                    subject=f"job {action.job_id} not recovered again",
+                    body=f"{why}. Escalated to a person.",
+                    oncall=policy.oncall,
+                    now=now,
+                    action=action,
+                )
+            )
             return out
         if until is not None:
             return StepOutcome.wait(until, note="backoff before recovering this job again")
@@ -135,21 +158,38 @@ def _claim(ctx: HealerContext, action: Action) -> tuple[Action | None, StepOutco
         if current.terminal or _blocked(ctx, s, current, now):
             return None, None
         if current.state is ActionState.PLANNED:
-            current = service.transition(s, action_id=int(current.id or 0), fence=ctx.fence,
-                                         to=ActionState.APPROVED, from_states=[ActionState.PLANNED],
-                                         now=now, approved_by="policy")  # fmt: skip
+            current = service.transition(
+                s,
+                action_id=int(current.id or 0),
+                fence=ctx.fence,
+                to=ActionState.APPROVED,
+                from_states=[ActionState.PLANNED],
+                now=now,
+                approved_by="policy",
+            )
         gated = _gate(ctx, s, current, now)
         if gated is not None and gated.status == "cancelled":
             _finish(ctx, s, current, gated, now)
             return None, gated
         if gated is not None:  # backoff
-            service.save_progress(s, action_id=int(current.id or 0), now=now,
-                                  not_before_ts=gated.retry_at, fence=ctx.fence)  # fmt: skip
+            service.save_progress(
+                s,
+                action_id=int(current.id or 0),
+                now=now,
+                not_before_ts=gated.retry_at,
+                fence=ctx.fence,
+            )
             return None, gated
         if current.state is ActionState.APPROVED:
-            current = service.transition(s, action_id=int(current.id or 0), fence=ctx.fence,
-                                         to=ActionState.RUNNING, from_states=[ActionState.APPROVED],
-                                         now=now, attempts=current.attempts + 1)  # fmt: skip
+            current = service.transition(
+                s,
+                action_id=int(current.id or 0),
+                fence=ctx.fence,
+                to=ActionState.RUNNING,
+                from_states=[ActionState.APPROVED],
+                now=now,
+                attempts=current.attempts + 1,
+            )
             service.add_audit(s, entry=_note(current, "running", now))
         return current, None
 
@@ -165,8 +205,9 @@ def _audit_sink(ctx: HealerContext) -> Any:
 def _saver(ctx: HealerContext, action: Action) -> Any:
     def save(params: dict[str, Any]) -> None:
         with unit_of_work(ctx.factory) as s:
-            service.save_progress(s, action_id=int(action.id or 0), now=ctx.clock(),
-                                  params=params, fence=ctx.fence)  # fmt: skip
+            service.save_progress(
+                s, action_id=int(action.id or 0), now=ctx.clock(), params=params, fence=ctx.fence
+            )
 
     return save
 
@@ -176,8 +217,12 @@ def step_action(ctx: HealerContext, action: Action) -> str:
     claimed, early = _claim(ctx, action)
     if claimed is None:
         return early.status if early is not None else "skipped"
-    audit = Audit(action_id=claimed.id, approved_by=claimed.approved_by, sink=_audit_sink(ctx),
-                  clock=ctx.clock)  # fmt: skip
+    audit = Audit(
+        action_id=claimed.id,
+        approved_by=claimed.approved_by,
+        sink=_audit_sink(ctx),
+        clock=ctx.clock,
+    )
     try:
         outcome = Steps(ctx).run(claimed, audit, _saver(ctx, claimed))
     except Exception as exc:  # a bug must not wedge the healer: the action fails, visibly
@@ -198,10 +243,23 @@ def _finish(ctx: HealerContext, s: Session, action: Action, out: StepOutcome, no
         service.insert_action(s, action=follow, now=now, fence=ctx.fence)
     if out.status == "wait":
         waiting = {"waiting": out.result.get("note")} if out.result.get("note") else out.result
-        service.save_progress(s, action_id=aid, now=now, not_before_ts=out.retry_at,
-                              result=action.result | waiting, fence=ctx.fence)  # fmt: skip
+        service.save_progress(
+            s,
+            action_id=aid,
+            now=now,
+            not_before_ts=out.retry_at,
+            result=action.result | waiting,
+            fence=ctx.fence,
+        )
         return
     result = {k: v for k, v in action.result.items() if k != "waiting"} | out.result
+    if out.status == "done" and action.kind is ActionKind.DRAIN and result.get("already"):
+        others = [h for h in service.held_nodes(s) if h.drain_action_id != aid]
+        holder = next(
+            (h for h in others if (h.node, h.cluster) == (action.node, action.cluster)), None
+        )
+        if holder is not None:  # another incident's drain holds it; one hold per node
+            result |= {"holding": False, "noop": True, "held_by": holder.drain_action_id}
     if out.status == "done" and action.kind is ActionKind.DRAIN and result.get("holding"):
         inc = _incident(s, action.incident_id)
         why = safety.escalation(s, policy=ctx.policy, action=action, incident=inc, now=now)
@@ -223,10 +281,19 @@ def _finish(ctx: HealerContext, s: Session, action: Action, out: StepOutcome, no
     to = {"done": ActionState.DONE, "failed": ActionState.FAILED}.get(
         out.status, ActionState.CANCELLED
     )
-    service.transition(s, action_id=aid, to=to, from_states=[action.state], now=now,
-                       fence=ctx.fence, result=result, error=out.error)  # fmt: skip
-    service.add_audit(s, entry=_note(action, f"{to.value}" + (f": {out.error}" if out.error
-                                     else ""), now))  # fmt: skip
+    service.transition(
+        s,
+        action_id=aid,
+        to=to,
+        from_states=[action.state],
+        now=now,
+        fence=ctx.fence,
+        result=result,
+        error=out.error,
+    )
+    service.add_audit(
+        s, entry=_note(action, f"{to.value}" + (f": {out.error}" if out.error else ""), now)
+    )
 
 
 def _incident(s: Session, incident_id: int | None) -> Any:
@@ -240,12 +307,22 @@ def _incident(s: Session, incident_id: int | None) -> Any:
 
 def _lineage(s: Session, action: Action, result: dict[str, Any], now: float) -> None:
     p = action.params
-    service.add_lineage(s, lineage=Lineage(
-        scheduler=action.scheduler or "", cluster=action.cluster, old_job_id=str(action.job_id),
-        new_job_id=str(result.get("new_job_id")), how=str(result["how"]), action_id=action.id,
-        incident_id=action.incident_id, checkpoint=p.get("checkpoint"), step=p.get("step"),
-        wandb_run=p.get("wandb_run"), ts=now,
-    ))  # fmt: skip
+    service.add_lineage(
+        s,
+        lineage=Lineage(
+            scheduler=action.scheduler or "",
+            cluster=action.cluster,
+            old_job_id=str(action.job_id),
+            new_job_id=str(result.get("new_job_id")),
+            how=str(result["how"]),
+            action_id=action.id,
+            incident_id=action.incident_id,
+            checkpoint=p.get("checkpoint"),
+            step=p.get("step"),
+            wandb_run=p.get("wandb_run"),
+            ts=now,
+        ),
+    )
 
 
 def _release(s: Session, ctx: HealerContext, action: Action, *, how: str, now: float) -> None:
@@ -254,8 +331,9 @@ def _release(s: Session, ctx: HealerContext, action: Action, *, how: str, now: f
         if held.node == action.node and held.cluster == action.cluster:
             drain = service.get_action(s, action_id=held.drain_action_id)
             result = drain.result | {"holding": False, "released": how, "released_ts": now}
-            service.save_progress(s, action_id=held.drain_action_id, now=now, result=result,
-                                  fence=ctx.fence)  # fmt: skip
+            service.save_progress(
+                s, action_id=held.drain_action_id, now=now, result=result, fence=ctx.fence
+            )
 
 
 def run_steps(ctx: HealerContext, *, report: HealReport, budget_s: float = 5.0) -> None:

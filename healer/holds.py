@@ -18,8 +18,13 @@ _PENDING = (ActionState.PLANNED, ActionState.APPROVED, ActionState.RUNNING)
 
 
 def _return_action(ctx: HealerContext, drain: Action) -> Action:
-    mode = ctx.policy.mode_for(kind=ActionKind.RETURN, cluster=drain.cluster,
-                               partition=drain.partition, confidence=1.0, rule=None)  # fmt: skip
+    mode = ctx.policy.mode_for(
+        kind=ActionKind.RETURN,
+        cluster=drain.cluster,
+        partition=drain.partition,
+        confidence=1.0,
+        rule=None,
+    )
     return Action(
         key=f"return:{drain.cluster}:{drain.node}:d{drain.id}",
         kind=ActionKind.RETURN,
@@ -40,9 +45,14 @@ def _cancel_for_node(ctx: HealerContext, node: str, cluster: str, why: str, now:
             if a.cluster != cluster or a.kind not in (ActionKind.RETURN, ActionKind.RESET_GPU):
                 continue
             service.transition(
-                s, action_id=int(a.id or 0), to=ActionState.CANCELLED, from_states=_PENDING,
-                now=now, fence=ctx.fence, error=why,
-            )  # fmt: skip
+                s,
+                action_id=int(a.id or 0),
+                to=ActionState.CANCELLED,
+                from_states=_PENDING,
+                now=now,
+                fence=ctx.fence,
+                error=why,
+            )
 
 
 def reconcile(ctx: HealerContext, *, report: HealReport) -> None:

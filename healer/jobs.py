@@ -29,13 +29,15 @@ log = logging.getLogger(__name__)
 
 
 def heal_once(ctx: HealerContext, *, reconcile_holds: bool = True) -> HealReport:
-    """One pass: plan from new incident writes, reconcile held nodes, step ready actions."""
+    """One pass: plan from new incident writes, step ready actions, reconcile held nodes
+    (after the steps: a new fault's drain must not wait on checks of older holds)."""
     started = time.monotonic()
     report = HealReport()
     plan_once(ctx, report=report)
+    run_steps(ctx, report=report)
     if reconcile_holds:
         reconcile(ctx, report=report)
-    run_steps(ctx, report=report)
+        run_steps(ctx, report=report)  # returns planned by the reconcile
     report.duration_s = time.monotonic() - started
     return report
 
@@ -70,8 +72,13 @@ class HealerRunner:
 
     def context(self) -> HealerContext:
         """The context of one pass, with the policy as the file says now."""
-        return HealerContext(factory=self.factory, policy=self.policy.current(),
-                             actors=self.actors, runner=self.runner, fence=self.fence)  # fmt: skip
+        return HealerContext(
+            factory=self.factory,
+            policy=self.policy.current(),
+            actors=self.actors,
+            runner=self.runner,
+            fence=self.fence,
+        )
 
     def run_once(self) -> HealReport:
         """One pass under the one-healer lock."""
@@ -84,8 +91,12 @@ class HealerRunner:
         if report.planned or report.done or report.failed or report.cancelled or report.released:
             log.info(
                 "healer: %d planned, %d done, %d failed, %d cancelled, %d nodes released",
-                report.planned, report.done, report.failed, report.cancelled, report.released,
-            )  # fmt: skip
+                report.planned,
+                report.done,
+                report.failed,
+                report.cancelled,
+                report.released,
+            )
         self.last = report
         return report
 

@@ -78,8 +78,9 @@ class KubernetesActor:
     # --- nodes ---
 
     def _read_node(self, name: str, audit: Audit) -> tuple[int, dict[str, Any]]:
-        status, obj = self._call(audit, "GET", f"/api/v1/nodes/{name}", None, self.core.read_node,
-                                 name=name)  # fmt: skip
+        status, obj = self._call(
+            audit, "GET", f"/api/v1/nodes/{name}", None, self.core.read_node, name=name
+        )
         return status, obj if isinstance(obj, dict) else {}
 
     def node(self, name: str, audit: Audit) -> NodeStatus:
@@ -91,8 +92,16 @@ class KubernetesActor:
         out = bool((obj.get("spec") or {}).get("unschedulable"))
         ours = notes.get(CORDONED_BY) == "fleetmedic"
         reason = notes.get(REASON) if ours else None
-        return NodeStatus(name=name, out=out, reason=reason, ours=out and ours,
-                          state="SchedulingDisabled" if out else "Ready")  # fmt: skip
+        conditions = (obj.get("status") or {}).get("conditions") or []
+        ready = any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
+        return NodeStatus(
+            name=name,
+            out=out,
+            reason=reason,
+            ours=out and ours,
+            healthy=ready,
+            state="SchedulingDisabled" if out else "Ready",
+        )
 
     def drain(
         self,
@@ -125,8 +134,16 @@ class KubernetesActor:
             },
             "spec": {"unschedulable": True, "taints": taints},
         }
-        status, _ = self._call(audit, "PATCH", f"/api/v1/nodes/{node}", body, self.core.patch_node,
-                               name=node, body=body, _content_type=MERGE)  # fmt: skip
+        status, _ = self._call(
+            audit,
+            "PATCH",
+            f"/api/v1/nodes/{node}",
+            body,
+            self.core.patch_node,
+            name=node,
+            body=body,
+            _content_type=MERGE,
+        )
         if status != 200:
             return StepOutcome.failed(f"cordon of {node} failed: HTTP {status}")
         return StepOutcome.done(holding=True, drained=True)
@@ -146,8 +163,16 @@ class KubernetesActor:
         }
         if uncordon:
             body["spec"]["unschedulable"] = None
-        status, _ = self._call(audit, "PATCH", f"/api/v1/nodes/{node}", body, self.core.patch_node,
-                               name=node, body=body, _content_type=MERGE)  # fmt: skip
+        status, _ = self._call(
+            audit,
+            "PATCH",
+            f"/api/v1/nodes/{node}",
+            body,
+            self.core.patch_node,
+            name=node,
+            body=body,
+            _content_type=MERGE,
+        )
         if status != 200:
             return StepOutcome.failed(f"uncordon of {node} failed: HTTP {status}")
         return StepOutcome.done(resumed=uncordon, cleaned=True)
@@ -168,9 +193,14 @@ class KubernetesActor:
     def _pod(self, job_id: str, audit: Audit) -> dict[str, Any] | None:
         ns, name = split_job_id(job_id)
         status, obj = self._call(
-            audit, "GET", f"/api/v1/namespaces/{ns}/pods/{name}", None,
-            self.core.read_namespaced_pod, name=name, namespace=ns,
-        )  # fmt: skip
+            audit,
+            "GET",
+            f"/api/v1/namespaces/{ns}/pods/{name}",
+            None,
+            self.core.read_namespaced_pod,
+            name=name,
+            namespace=ns,
+        )
         return obj if status == 200 and isinstance(obj, dict) else None
 
     def checkpoint_hints(self, job_id: str, audit: Audit) -> list[tuple[str, str]]:
@@ -194,8 +224,12 @@ class KubernetesActor:
         """(collection path, get, delete, create) for a Job or PyTorchJob in a namespace."""
         prefix, _ = _KINDS[kind]
         if kind == "Job":
-            return (f"{prefix}/namespaces/{ns}/jobs", self.batch.read_namespaced_job,
-                    self.batch.delete_namespaced_job, self.batch.create_namespaced_job)  # fmt: skip
+            return (
+                f"{prefix}/namespaces/{ns}/jobs",
+                self.batch.read_namespaced_job,
+                self.batch.delete_namespaced_job,
+                self.batch.create_namespaced_job,
+            )
         crd = ("kubeflow.org", "v1")
 
         def get(name: str, namespace: str, **kw: Any) -> Any:
@@ -215,7 +249,9 @@ class KubernetesActor:
 
         return f"{prefix}/namespaces/{ns}/pytorchjobs", get, delete, create
 
-    def recover(self, action: Action, audit: Audit, save: Save) -> StepOutcome:
+    def recover(
+        self, action: Action, audit: Audit, save: Save, locate: Callable[[], None]
+    ) -> StepOutcome:
         """Delete the failed workload's pods and the workload, recreate it elsewhere."""
         assert action.job_id is not None
         p = action.params
@@ -228,24 +264,34 @@ class KubernetesActor:
             owner = next((r for r in refs if r.get("controller")), refs[0] if refs else None)
             if owner is None or owner.get("kind") not in self.recreate_kinds:
                 kind = owner.get("kind") if owner else "no controller"
-                return StepOutcome.done(noop=True, note=f"owner is {kind}: not named by the "
-                                        "policy's kubernetes_recreate; left alone")  # fmt: skip
+                return StepOutcome.done(
+                    noop=True,
+                    note=f"owner is {kind}: not named by the "
+                    "policy's kubernetes_recreate; left alone",
+                )
             p["owner"] = {"kind": owner["kind"], "name": owner["name"]}
             save(p)
         kind, name = p["owner"]["kind"], p["owner"]["name"]
         path, get, delete, create = self._owner_api(kind, ns)
         if "object" not in p:
-            status, obj = self._call(audit, "GET", f"{path}/{name}", None, get,
-                                     name=name, namespace=ns)  # fmt: skip
+            status, obj = self._call(
+                audit, "GET", f"{path}/{name}", None, get, name=name, namespace=ns
+            )
             if status != 200 or not isinstance(obj, dict):
                 return StepOutcome.failed(f"cannot read {kind} {ns}/{name}: HTTP {status}")
             p["object"] = obj
             p["new_name"] = f"{name}-r{action.id}"[-63:].lstrip("-")
             save(p)
-        if p.get("phase") != "create":
+        if p.get("phase") not in ("gone", "create"):
             failed = self._delete_old(action, kind, name, audit, delete, path)
             if failed is not None:
                 return failed
+            p["phase"] = "gone"
+            save(p)
+        if p["phase"] == "gone":
+            if self._pod(action.job_id, audit) is not None:  # terminating: grace period
+                return StepOutcome.wait(self.clock() + 1.0, note="old pod still terminating")
+            locate()  # the old pod has stopped: its newest complete checkpoint is final
             p["phase"] = "create"
             save(p)
         return self._create(action, kind, path, get, create, audit)
@@ -256,21 +302,41 @@ class KubernetesActor:
         ns, _ = split_job_id(str(action.job_id))
         _, label = _KINDS[kind]
         status, listed = self._call(
-            audit, "GET", f"/api/v1/namespaces/{ns}/pods?labelSelector={label}={name}", None,
-            self.core.list_namespaced_pod, namespace=ns, label_selector=f"{label}={name}",
-        )  # fmt: skip
+            audit,
+            "GET",
+            f"/api/v1/namespaces/{ns}/pods?labelSelector={label}={name}",
+            None,
+            self.core.list_namespaced_pod,
+            namespace=ns,
+            label_selector=f"{label}={name}",
+        )
         pods = {str(action.job_id).split("/", 1)[1]}
         if status == 200 and isinstance(listed, dict):
             pods |= {i["metadata"]["name"] for i in listed.get("items") or [] if i.get("metadata")}
         for pod in sorted(pods):
             where = f"/api/v1/namespaces/{ns}/pods/{pod}"
-            status, _ = self._call(audit, "DELETE", where, None, self.core.delete_namespaced_pod,
-                                   name=pod, namespace=ns)  # fmt: skip
+            status, _ = self._call(
+                audit,
+                "DELETE",
+                where,
+                None,
+                self.core.delete_namespaced_pod,
+                name=pod,
+                namespace=ns,
+            )
             if status not in (200, 202, 404):
                 return StepOutcome.failed(f"delete of pod {ns}/{pod} failed: HTTP {status}")
         body = {"propagationPolicy": "Background"}
-        status, _ = self._call(audit, "DELETE", f"{path}/{name}", body, delete, name=name,
-                               namespace=ns, propagation_policy="Background")  # fmt: skip
+        status, _ = self._call(
+            audit,
+            "DELETE",
+            f"{path}/{name}",
+            body,
+            delete,
+            name=name,
+            namespace=ns,
+            propagation_policy="Background",
+        )
         if status not in (200, 202, 404):
             return StepOutcome.failed(f"delete of {kind} {ns}/{name} failed: HTTP {status}")
         return None
@@ -281,8 +347,9 @@ class KubernetesActor:
         p = action.params
         ns, _ = split_job_id(str(action.job_id))
         new_name = p["new_name"]
-        status, _ = self._call(audit, "GET", f"{path}/{new_name}", None, get, name=new_name,
-                               namespace=ns)  # fmt: skip
+        status, _ = self._call(
+            audit, "GET", f"{path}/{new_name}", None, get, name=new_name, namespace=ns
+        )
         if status != 200:
             body = recreated(
                 p["object"],

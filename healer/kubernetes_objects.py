@@ -21,8 +21,17 @@ _CONTROLLER_LABELS = (
     "training.kubeflow.org/replica-type",
     "training.kubeflow.org/replica-index",
 )
-_SERVER_META = ("uid", "resourceVersion", "creationTimestamp", "managedFields", "generation",
-                "selfLink", "ownerReferences", "finalizers", "deletionTimestamp")  # fmt: skip
+_SERVER_META = (
+    "uid",
+    "resourceVersion",
+    "creationTimestamp",
+    "managedFields",
+    "generation",
+    "selfLink",
+    "ownerReferences",
+    "finalizers",
+    "deletionTimestamp",
+)
 
 
 def split_job_id(job_id: str) -> tuple[str, str]:
@@ -44,8 +53,9 @@ def _exclude_nodes(pod_spec: dict[str, Any], nodes: list[str]) -> None:
     rule = {"key": "metadata.name", "operator": "NotIn", "values": sorted(nodes)}
     for term in terms:
         fields = term.setdefault("matchFields", [])
-        fields[:] = [f for f in fields if f.get("key") != "metadata.name" or f.get("operator")
-                     != "NotIn"]  # fmt: skip
+        fields[:] = [
+            f for f in fields if f.get("key") != "metadata.name" or f.get("operator") != "NotIn"
+        ]
         fields.append(dict(rule))
 
 

@@ -222,3 +222,4 @@ class NodeStatus:
     ours: bool = False
     state: str | None = None
     partitions: list[str] = field(default_factory=list)
+    healthy: bool = True  # the scheduler sees it responding (not DOWN, FAIL, NOT_RESPONDING)

@@ -57,8 +57,11 @@ def incident_notices(
     user_fault = incident.category in USER_FAULTS
     head = incident.explanation or incident.title
     if user_fault:
-        lines.insert(0, f"this is a fault in the job itself ({incident.category}), not in the "
-                        "node: no node was touched")  # fmt: skip
+        lines.insert(
+            0,
+            f"this is a fault in the job itself ({incident.category}), not in the "
+            "node: no node was touched",
+        )
     body = head + "\n\nWhat was done:\n" + "\n".join(f"- {x}" for x in lines or ["nothing"])
     if user_fault and incident.action:
         body += f"\n\nTo do: {incident.action}"
@@ -97,8 +100,9 @@ def incident_notices(
     return out
 
 
-def oncall_alert(*, key: str, subject: str, body: str, oncall: str, now: float,
-                 action: Action | None = None) -> Notice:  # fmt: skip
+def oncall_alert(
+    *, key: str, subject: str, body: str, oncall: str, now: float, action: Action | None = None
+) -> Notice:
     """An alert for the on-call (breaker tripped, node kept out for support, budget spent)."""
     return Notice(
         key=key,

@@ -19,7 +19,7 @@ from correlator import tables as ct
 from correlator.models import Incident
 from correlator.rules.xid import xid_info
 from healer import tables as ht
-from healer.models import Action, ActionKind, ActionState, BreakerState
+from healer.models import REASON_PREFIX, Action, ActionKind, ActionState, BreakerState
 from healer.policy import Policy, Rule
 from healer.safety import drain_reason
 from timeline import tables as t
@@ -53,8 +53,9 @@ def _job_rows(session: Session, job_ids: list[str]) -> dict[str, dict[str, Any]]
     if not job_ids:
         return {}
     j = t.jobs
-    stmt = select(j.c.job_id, j.c.scheduler, j.c.cluster, j.c.partition, j.c.account, j.c.state,
-                  j.c.user).where(j.c.job_id.in_(job_ids))  # fmt: skip
+    stmt = select(
+        j.c.job_id, j.c.scheduler, j.c.cluster, j.c.partition, j.c.account, j.c.state, j.c.user
+    ).where(j.c.job_id.in_(job_ids))
     return {r.job_id: dict(r._mapping) for r in session.execute(stmt)}
 
 
@@ -98,8 +99,16 @@ def reset_suffices(incident: Incident) -> bool:
 
 
 def _cause(incident: Incident) -> str:
-    code = f"Xid {incident.code} " if incident.kind == "xid" and incident.code is not None else ""
-    return f"{incident.category or 'fault'}: {code}{incident.title}"
+    """A short cause for a drain reason. Not the incident's title: the scheduler source reads
+    the reason back, and words like "fallen off the bus" would make a new incident of it."""
+    code = f" Xid {incident.code}" if incident.kind == "xid" and incident.code is not None else ""
+    return f"{incident.category or 'fault'}{code}"
+
+
+def _our_echo(incident: Incident) -> bool:
+    """An incident made of our own drain showing up in the scheduler's node state."""
+    evidence = " ".join(str(x) for x in incident.details.get("evidence") or [])
+    return incident.kind == "node_state" and REASON_PREFIX in evidence
 
 
 class Planner:
@@ -116,7 +125,7 @@ class Planner:
         if incident.state.value != "open" or incident.id is None:
             return []
         rule = self.policy.rule_for(incident)
-        if rule is None:
+        if rule is None or _our_echo(incident):
             return []
         out: list[Action] = []
         for kind in rule.actions:
@@ -128,8 +137,9 @@ class Planner:
                 out.append(self._notify(incident, rule))
         return out
 
-    def _mode(self, kind: ActionKind, cluster: str, partition: str | None, inc: Incident,
-              rule: Rule) -> Any:  # fmt: skip
+    def _mode(
+        self, kind: ActionKind, cluster: str, partition: str | None, inc: Incident, rule: Rule
+    ) -> Any:
         return self.policy.mode_for(
             kind=kind, cluster=cluster, partition=partition, confidence=inc.confidence, rule=rule
         )
@@ -155,8 +165,13 @@ class Planner:
             kind = ActionKind.RESET_GPU
             params |= {"gpu": inc.culprit_gpu_index, "pci": inc.culprit_pci_bus_id}
         key = f"{kind.value}:{info.cluster}:{node}:i{inc.id}:e{self.breaker.epoch}:g{gen}"
+        confirm_at = None
+        if rule.confirm_s > 0 and inc.kind in ("node_state", "pod_event"):
+            params["confirm"] = True  # drain only if the scheduler still sees it unhealthy
+            confirm_at = inc.opened_ts + rule.confirm_s
         return [
             Action(
+                not_before_ts=confirm_at,
                 key=key,
                 kind=kind,
                 mode=self._mode(kind, info.cluster, info.partition, inc, rule),

@@ -37,6 +37,9 @@ class Rule(BaseModel):
     max_recoveries: int | None = None  # per job and incident rule (None: the requeue budget)
     # Where NVIDIA's Xid catalog says a GPU reset suffices, reset the GPU instead of draining.
     gpu_reset: bool = False
+    # For faults the scheduler itself reports (a node not responding): wait this long, then
+    # drain only if the scheduler still shows the node unhealthy (Slurm's `idle*` flickers).
+    confirm_s: float = 0.0
 
     @field_validator("category", "blame", mode="before")
     @classmethod
@@ -81,6 +84,7 @@ DEFAULT_RULES: list[Rule] = [
         category=["node"],
         blame=["node"],
         actions=[ActionKind.DRAIN, ActionKind.RECOVER, ActionKind.NOTIFY],
+        confirm_s=30.0,
     ),
     Rule(
         name="interconnect",

@@ -137,8 +137,10 @@ def recovery_gate(
     done = recoveries_of(session, job_ids=chain, since=now - policy.requeue_window_s)
     budget = policy.requeue_budget if limit is None else min(limit, policy.requeue_budget)
     if len(done) >= budget:
-        return (f"retry budget spent: {len(done)} recoveries of this job within "
-                f"{policy.requeue_window_s:.0f} s (budget {budget})"), None  # fmt: skip
+        return (
+            f"retry budget spent: {len(done)} recoveries of this job within "
+            f"{policy.requeue_window_s:.0f} s (budget {budget})"
+        ), None
     if done:
         wait = policy.requeue_backoff_s * 2 ** (len(done) - 1)
         until = float(done[-1].finished_ts or now) + wait

@@ -39,6 +39,7 @@ from healer.slurm_submit import checkpoint_hints, hosts, resubmit_marker, sbatch
 Save = Callable[[dict[str, Any]], None]
 ACTIVE = frozenset({"RUNNING", "PENDING", "SUSPENDED", "CONFIGURING", "REQUEUED", "RESIZING"})
 _OUT_FLAGS = frozenset({"DRAIN", "DRAINED", "DRAINING"})
+_SICK = frozenset({"DOWN", "FAIL", "FAILING", "NOT_RESPONDING", "INVAL", "UNKNOWN"})
 
 
 class SlurmActor:
@@ -85,6 +86,7 @@ class SlurmActor:
             ours=out and is_ours(found.reason),
             state=found.state,
             partitions=found.partitions,
+            healthy=not (_SICK & {found.base_state, *found.flags}),
         )
 
     def drain(
@@ -152,7 +154,9 @@ class SlurmActor:
         res = audit.command(self.runner, argv, self.timeout_s)
         return res.stdout if res.ok and res.stdout.strip() else None
 
-    def recover(self, action: Action, audit: Audit, save: Save) -> StepOutcome:
+    def recover(
+        self, action: Action, audit: Audit, save: Save, locate: Callable[[], None]
+    ) -> StepOutcome:
         """One step of recovering a job: requeue it, or resubmit it (see the module doc)."""
         assert action.job_id is not None
         p = action.params
@@ -171,11 +175,11 @@ class SlurmActor:
             p["phase"] = "start"
             save(p)
         if p["method"] == "requeue":
-            return self._requeue(action, job, audit, save)
-        return self._resubmit(action, job, audit, save)
+            return self._requeue(action, job, audit, save, locate)
+        return self._resubmit(action, job, audit, save, locate)
 
     def _requeue(
-        self, action: Action, job: ScontrolJob | None, audit: Audit, save: Save
+        self, action: Action, job: ScontrolJob | None, audit: Audit, save: Save, locate: Any
     ) -> StepOutcome:
         p, jid = action.params, str(action.job_id)
         if job is None:
@@ -198,6 +202,10 @@ class SlurmActor:
             if job.state in ("RUNNING", "CONFIGURING") and job.restarts > int(p["restarts_before"]):
                 return StepOutcome.done(how="requeue", new_job_id=jid, restarts=job.restarts)
             return StepOutcome.wait(self.clock() + self.poll_s, note=f"job is {job.state}")
+        # PENDING again: the old run's processes are gone and its last checkpoint is final.
+        # (The rerun resumes by itself: a requeued job keeps its environment.)
+        locate()
+        save(action.params)
         return self._release(action, job, audit)
 
     def _release(self, action: Action, job: ScontrolJob, audit: Audit) -> StepOutcome:
@@ -219,7 +227,7 @@ class SlurmActor:
         return StepOutcome.done(how=how, new_job_id=job.job_id, restarts=job.restarts)
 
     def _resubmit(
-        self, action: Action, job: ScontrolJob | None, audit: Audit, save: Save
+        self, action: Action, job: ScontrolJob | None, audit: Audit, save: Save, locate: Any
     ) -> StepOutcome:
         p, jid = action.params, str(action.job_id)
         marker = resubmit_marker(self.cluster, jid, int(action.id or 0))
@@ -233,14 +241,7 @@ class SlurmActor:
             path = self.script_dir / f"resubmit-{self.cluster}-{jid}-{action.id}.sh"
             path.write_text(script, encoding="utf-8")
             os.chmod(path, 0o700)
-            p["script"] = str(path)
-            p["sbatch"] = sbatch_args(
-                job.fields,
-                job_id=jid,
-                exclude=p.get("exclude") or [],
-                env=p.get("env") or {},
-                marker=marker,
-            )
+            p["script"], p["fields"] = str(path), job.fields
             p["phase"] = "cancel"
             save(p)
         if p["phase"] == "cancel":
@@ -248,10 +249,21 @@ class SlurmActor:
                 res = audit.command(self.runner, ["scancel", jid], self.timeout_s)
                 if not res.ok:
                     return StepOutcome.failed(f"scancel failed: {res.stderr.strip()}")
-            p["phase"] = "submit"
+            p["phase"] = "stopping"
             save(p)
+        if job is not None and job.state in ACTIVE | {"COMPLETING"}:
+            return StepOutcome.wait(self.clock() + self.poll_s, note=f"old job is {job.state}")
         new_id = self._find_marker(marker, audit)
         if new_id is None:
+            locate()  # the old run has stopped: its newest complete checkpoint is final
+            p["sbatch"] = sbatch_args(
+                p["fields"],
+                job_id=jid,
+                exclude=p.get("exclude") or [],
+                env=p.get("env") or {},
+                marker=marker,
+            )
+            save(p)
             res = audit.command(self.runner, ["sbatch", *p["sbatch"], p["script"]], self.timeout_s)
             if not res.ok:
                 return StepOutcome.failed(f"sbatch failed: {res.stderr.strip() or res.error}")

@@ -76,10 +76,16 @@ def _gres(value: str | None) -> list[str]:
 
 
 def _path_option(value: str | None, job_id: str) -> str | None:
-    """StdOut/StdErr as given: the old job id in the expanded path becomes %j again."""
+    """StdOut/StdErr as given: the old job id in the file name (its last occurrence, never in
+    the directories) becomes %j again, so the new job does not overwrite the old one's log."""
     if value is None:
         return None
-    return re.sub(rf"(?<!\d){re.escape(job_id)}(?!\d)", "%j", value)
+    head, sep, name = value.rpartition("/")
+    found = list(re.finditer(rf"(?<!\d){re.escape(job_id)}(?!\d)", name))
+    if found:
+        m = found[-1]
+        name = name[: m.start()] + "%j" + name[m.end() :]
+    return f"{head}{sep}{name}"
 
 
 def _resources(fields: Mapping[str, str]) -> list[str]:

@@ -64,8 +64,11 @@ class Actor(Protocol):
         """Checkpoint directories the job names itself."""
         ...
 
-    def recover(self, action: Action, audit: Audit, save: Save) -> StepOutcome:
-        """One step of running the job again elsewhere."""
+    def recover(
+        self, action: Action, audit: Audit, save: Save, locate: Callable[[], None]
+    ) -> StepOutcome:
+        """One step of running the job again elsewhere; `locate()` finds the checkpoint (and
+        the resume environment in params) and is called once the old run has stopped."""
         ...
 
 
@@ -116,16 +119,26 @@ class Steps:
         if actor is None:
             return StepOutcome.failed(f"no actor for scheduler {action.scheduler!r} here")
         if action.kind is ActionKind.DRAIN:
-            return actor.drain(str(action.node), action.reason, audit,
-                               category=str(action.params.get("category") or "unhealthy"),
-                               incident=int(action.incident_id or 0))  # fmt: skip
+            if action.params.get("confirm"):
+                st = actor.node(str(action.node), audit)
+                if st.exists and st.healthy and not st.out:
+                    return StepOutcome.done(
+                        noop=True, holding=False, note="the scheduler sees the node healthy again"
+                    )
+            return actor.drain(
+                str(action.node),
+                action.reason,
+                audit,
+                category=str(action.params.get("category") or "unhealthy"),
+                incident=int(action.incident_id or 0),
+            )
         if action.kind is ActionKind.RESET_GPU:
             return self._reset(action, audit)
         if action.kind is ActionKind.RECOVER:
             if not action.params.get("prepared"):
                 self._prepare(action, actor, audit)
                 save(action.params)
-            return actor.recover(action, audit, save)
+            return actor.recover(action, audit, save, lambda: self._locate(action, audit))
         return self._return(action, actor, audit)
 
     # --- recover ---
@@ -148,61 +161,96 @@ class Steps:
         account = str(job.get("account") or "")
         for glob, pattern in self.ctx.policy.checkpoint_patterns.items():
             if fnmatch.fnmatchcase(account, glob):
-                values = {"user": job.get("user") or "", "account": account,
-                          "job_id": action.job_id, "job_name": job.get("name") or ""}  # fmt: skip
+                values = {
+                    "user": job.get("user") or "",
+                    "account": account,
+                    "job_id": action.job_id,
+                    "job_name": job.get("name") or "",
+                }
                 dirs.append(("pattern", pattern.format(**values)))
                 break
         action.params["wandb_run"] = job.get("wandb_run")
         return dirs
 
     def _prepare(self, action: Action, actor: Actor, audit: Audit) -> None:
-        """Where the job resumes from, which W&B run continues, which nodes it avoids."""
+        """Where to look for checkpoints, which W&B run continues, which nodes to avoid."""
         p = action.params
-        for source, d in self._dirs(action, actor, audit):
-            if not Path(d).is_dir():
-                continue
-            found = find_checkpoint(d, globs=self.ctx.policy.checkpoint_globs,
-                                    settle_s=self.ctx.checkpoint_settle_s)  # fmt: skip
-            p.update(checkpoint_source=source, checkpoint_dir=d)
-            if found is not None:
-                p.update(checkpoint=found.path, step=found.step, layout=found.layout)
-            audit.note(f"checkpoint dir {d} (from {source}): "
-                       + (f"{found.layout} step {found.step} at {found.path}" if found
-                          else "no complete checkpoint"))  # fmt: skip
-            break
-        run = str(p.get("wandb_run") or "")
-        env = {"FLEETMEDIC_RESUME_FROM": p.get("checkpoint") or ""}
-        if run:
-            env |= {"WANDB_RUN_ID": run.rstrip("/").split("/")[-1], "WANDB_RESUME": "allow"}
-        p["env"] = {k: v for k, v in env.items() if v}
+        p["checkpoint_dirs"] = [list(d) for d in self._dirs(action, actor, audit)]
         with self.ctx.factory() as s:
             held = {h.node for h in service.held_nodes(s) if h.cluster == action.cluster}
         p["exclude"] = sorted(held | ({action.node} if action.node else set()))
+        p["env"] = self._env(p)
         p["prepared"] = True
+
+    @staticmethod
+    def _env(p: dict[str, Any]) -> dict[str, str]:
+        run = str(p.get("wandb_run") or "")
+        env = {"FLEETMEDIC_RESUME_FROM": str(p.get("checkpoint") or "")}
+        if run:
+            env |= {"WANDB_RUN_ID": run.rstrip("/").split("/")[-1], "WANDB_RESUME": "allow"}
+        return {k: v for k, v in env.items() if v}
+
+    def _locate(self, action: Action, audit: Audit) -> None:
+        """The newest complete checkpoint, looked up once the old run has stopped writing
+        (the actor calls this right before the job starts again)."""
+        p = action.params
+        for source, d in p.get("checkpoint_dirs") or []:
+            if not Path(d).is_dir():
+                continue
+            found = find_checkpoint(
+                d, globs=self.ctx.policy.checkpoint_globs, settle_s=self.ctx.checkpoint_settle_s
+            )
+            p.update(checkpoint_source=source, checkpoint_dir=d)
+            if found is not None:
+                p.update(checkpoint=found.path, step=found.step, layout=found.layout)
+            audit.note(
+                f"checkpoint dir {d} (from {source}): "
+                + (
+                    f"{found.layout} step {found.step} at {found.path}"
+                    if found
+                    else "no complete checkpoint"
+                )
+            )
+            break
+        p["env"] = self._env(p)
 
     # --- GPU reset, return to service, notify ---
 
-    def _command(self, template: list[str], audit: Audit, timeout_s: float,
-                 **values: Any) -> tuple[bool, str]:  # fmt: skip
+    def _command(
+        self, template: list[str], audit: Audit, timeout_s: float, **values: Any
+    ) -> tuple[bool, str]:
         if self.ctx.runner is None:
             return False, "no command runner is configured"
-        argv = [part.format(**{k: "" if v is None else v for k, v in values.items()})
-                for part in template]  # fmt: skip
+        argv = [
+            part.format(**{k: "" if v is None else v for k, v in values.items()})
+            for part in template
+        ]
         res = audit.command(self.ctx.runner, argv, timeout_s)
         return res.ok, (res.stderr or res.stdout or str(res.error)).strip()[-300:]
 
     def _reset(self, action: Action, audit: Audit) -> StepOutcome:
-        ok, text = self._command(self.ctx.policy.gpu_reset_command, audit, 300.0,
-                                 node=action.node, gpu=action.params.get("gpu"),
-                                 pci=action.params.get("pci"))  # fmt: skip
+        ok, text = self._command(
+            self.ctx.policy.gpu_reset_command,
+            audit,
+            300.0,
+            node=action.node,
+            gpu=action.params.get("gpu"),
+            pci=action.params.get("pci"),
+        )
         if ok:
             return StepOutcome.done(reset=True)
-        fallback = action.model_copy(update={
-            "id": None, "key": action.key.replace("reset_gpu:", "drain:", 1),
-            "kind": ActionKind.DRAIN, "state": ActionState.PLANNED, "params": dict(action.params),
-        })  # fmt: skip
-        return StepOutcome("failed", {}, f"GPU reset failed ({text}); draining instead",
-                           follow_up=[fallback])  # fmt: skip
+        fallback = action.model_copy(
+            update={
+                "id": None,
+                "key": action.key.replace("reset_gpu:", "drain:", 1),
+                "kind": ActionKind.DRAIN,
+                "state": ActionState.PLANNED,
+                "params": dict(action.params),
+            }
+        )
+        return StepOutcome(
+            "failed", {}, f"GPU reset failed ({text}); draining instead", follow_up=[fallback]
+        )
 
     def _return(self, action: Action, actor: Actor, audit: Audit) -> StepOutcome:
         now, policy = self.ctx.clock(), self.ctx.policy
@@ -215,17 +263,22 @@ class Steps:
             return StepOutcome.done(noop=True, note="already back in service (a person resumed it)")
         if not st.ours:
             return StepOutcome.failed(f"taken over by a person ({st.reason}); never resumed by us")
-        ok, text = self._command(policy.validation_command, audit, policy.validation_timeout_s,
-                                 node=action.node)  # fmt: skip
+        ok, text = self._command(
+            policy.validation_command, audit, policy.validation_timeout_s, node=action.node
+        )
         if not ok:
             alert = oncall_alert(
-                key=f"return-failed:{action.id}", now=now, action=action, oncall=policy.oncall,
+                key=f"return-failed:{action.id}",
+                now=now,
+                action=action,
+                oncall=policy.oncall,
                 subject=f"{action.node} failed validation and stays out",
                 body=f"Validation of {action.node} failed: {text}. The node stays out of "
                 "service until a person looks at it.",
-            )  # fmt: skip
-            return StepOutcome("failed", {"kept_out": True}, f"validation failed: {text}",
-                               notices=[alert])  # fmt: skip
+            )
+            return StepOutcome(
+                "failed", {"kept_out": True}, f"validation failed: {text}", notices=[alert]
+            )
         return actor.resume(str(action.node), audit)
 
     def _notify(self, action: Action) -> StepOutcome:

@@ -88,6 +88,7 @@ class Settings(BaseSettings):
     agent_proc_root: str = "/proc"
     agent_kmsg_path: str = "/dev/kmsg"
     agent_kmsg_fallback_file: str | None = None  # e.g. /var/log/kern.log, when kmsg is unreadable
+    agent_kmsg_poll_s: float = 0.1  # how often the kernel log is read (an Xid goes out at once)
     agent_dcgm_url: str = "http://127.0.0.1:9400/metrics"  # dcgm-exporter's default listener
     agent_dcgm_interval_s: float = 15.0  # dcgm-exporter collects every 30 s by default
     agent_joblog_poll_s: float = 2.0  # how often followed job logs are read

@@ -61,10 +61,19 @@ def cluster(
     partition: str = "debug",
 ) -> None:
     """Nodes as a scheduler source reports them."""
-    append(factory, nodes=[
-        Node(name=n, scheduler=scheduler, cluster=cluster_name, state="IDLE",
-             labels={"partitions": partition}) for n in nodes
-    ])  # fmt: skip
+    append(
+        factory,
+        nodes=[
+            Node(
+                name=n,
+                scheduler=scheduler,
+                cluster=cluster_name,
+                state="IDLE",
+                labels={"partitions": partition},
+            )
+            for n in nodes
+        ],
+    )
 
 
 def running_job(
@@ -80,9 +89,19 @@ def running_job(
     **extra: Any,
 ) -> None:
     """A running job holding whole nodes, as the scheduler source stores it."""
-    job = Job(scheduler=scheduler, job_id=job_id, cluster=cluster_name, user=user,
-              account=account, state="RUNNING", start_ts=start, nodes=nodes, gpus=8 * len(nodes),
-              partition="debug" if scheduler is Scheduler.SLURM else None, **extra)  # fmt: skip
+    job = Job(
+        scheduler=scheduler,
+        job_id=job_id,
+        cluster=cluster_name,
+        user=user,
+        account=account,
+        state="RUNNING",
+        start_ts=start,
+        nodes=nodes,
+        gpus=8 * len(nodes),
+        partition="debug" if scheduler is Scheduler.SLURM else None,
+        **extra,
+    )
     allocs = [Allocation(scheduler=scheduler, job_id=job_id, node=n, start_ts=start) for n in nodes]
     append(factory, jobs=[job], allocations=allocs)
 
@@ -105,8 +124,9 @@ def context(
     factory: sessionmaker[Session], policy: Policy, actors: dict[str, Actor], **kw: Any
 ) -> HealerContext:
     """A healer context with short waits."""
-    return HealerContext(factory=factory, policy=policy, actors=actors,
-                         checkpoint_settle_s=0.01, **kw)  # fmt: skip
+    return HealerContext(
+        factory=factory, policy=policy, actors=actors, checkpoint_settle_s=0.01, **kw
+    )
 
 
 def heal(ctx: HealerContext, passes: int = 1) -> HealReport:

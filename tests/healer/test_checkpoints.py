@@ -67,8 +67,14 @@ def test_hf_trainer_checkpoint_needs_trainer_state_and_skips_staging_dirs(tmp_pa
     def checkpoint(name: str, step: int, state: str | None) -> None:
         d = tmp_path / name
         d.mkdir()
-        for f in ("config.json", "model.safetensors", "optimizer.pt", "scheduler.pt",
-                  "rng_state.pth", "training_args.bin"):  # fmt: skip
+        for f in (
+            "config.json",
+            "model.safetensors",
+            "optimizer.pt",
+            "scheduler.pt",
+            "rng_state.pth",
+            "training_args.bin",
+        ):
             (d / f).write_bytes(b"0" * 32)
         if state is not None:
             (d / "trainer_state.json").write_text(state)

@@ -38,18 +38,32 @@ def api() -> Iterator[FakeKubeAPI]:
 
 
 def actor(fake: FakeKubeAPI, kinds: tuple[str, ...] = ("Job",)) -> KubernetesActor:
-    return KubernetesActor(make_api_client(fake.url, fake.token), cluster="k8s",
-                           recreate_kinds=kinds, timeout_s=5)  # fmt: skip
+    return KubernetesActor(
+        make_api_client(fake.url, fake.token), cluster="k8s", recreate_kinds=kinds, timeout_s=5
+    )
 
 
 def world(factory: sessionmaker[Session], *, job: str = POD, node: str = "gpu-node-07") -> float:
     """The Kubernetes source's view: three GPU nodes and the pod running on one."""
     now = time.time()
-    append(factory, nodes=[Node(name=n, scheduler=Scheduler.KUBERNETES, cluster="k8s",
-                                state="Ready") for n in NODES])  # fmt: skip
-    pod = Job(scheduler=Scheduler.KUBERNETES, job_id=job, cluster="k8s", user="alice",
-              account="ml-research", state="Running", start_ts=now - 60, nodes=[node],
-              gpus=8)  # fmt: skip
+    append(
+        factory,
+        nodes=[
+            Node(name=n, scheduler=Scheduler.KUBERNETES, cluster="k8s", state="Ready")
+            for n in NODES
+        ],
+    )
+    pod = Job(
+        scheduler=Scheduler.KUBERNETES,
+        job_id=job,
+        cluster="k8s",
+        user="alice",
+        account="ml-research",
+        state="Running",
+        start_ts=now - 60,
+        nodes=[node],
+        gpus=8,
+    )
     alloc = Allocation(scheduler=Scheduler.KUBERNETES, job_id=job, node=node, start_ts=now - 60)
     append(factory, jobs=[pod], allocations=[alloc])
     return now
@@ -69,10 +83,12 @@ def test_gpu_fault_cordons_taints_annotates_and_recreates_the_job_elsewhere(
     assert writes(api) == [
         ("PATCH", "/api/v1/nodes/gpu-node-07"),
         ("DELETE", f"/api/v1/namespaces/{POD}".replace("ml-research/", "ml-research/pods/")),
-        ("DELETE", "/apis/batch/v1/namespaces/ml-research/jobs/train-llama"
-                   "?propagationPolicy=Background"),
+        (
+            "DELETE",
+            "/apis/batch/v1/namespaces/ml-research/jobs/train-llama?propagationPolicy=Background",
+        ),
         ("POST", "/apis/batch/v1/namespaces/ml-research/jobs"),
-    ]  # fmt: skip
+    ]
     patch = api.writes[0][2]
     assert patch["spec"]["unschedulable"] is True
     assert {"key": "fleetmedic.io/unhealthy", "value": "gpu_hardware", "effect": "NoSchedule"} in (
@@ -84,7 +100,7 @@ def test_gpu_fault_cordons_taints_annotates_and_recreates_the_job_elsewhere(
     notes = patch["metadata"]["annotations"]
     assert notes["fleetmedic.io/cordoned-by"] == "fleetmedic"
     assert notes["fleetmedic.io/incident"] == str(inc.id)
-    assert notes["fleetmedic.io/reason"].startswith("fleetmedic: gpu_hardware: Xid 79")
+    assert notes["fleetmedic.io/reason"] == f"fleetmedic: gpu_hardware Xid 79 [incident {inc.id}]"
     new = api.writes[3][2]
     assert new["metadata"]["name"].startswith("train-llama-r")
     assert "uid" not in new["metadata"] and "selector" not in new["spec"]
@@ -92,14 +108,17 @@ def test_gpu_fault_cordons_taints_annotates_and_recreates_the_job_elsewhere(
     tmpl = new["spec"]["template"]
     assert "batch.kubernetes.io/controller-uid" not in tmpl["metadata"]["labels"]
     terms = tmpl["spec"]["affinity"]["nodeAffinity"][
-        "requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]  # fmt: skip
-    assert terms == [{"matchFields": [
-        {"key": "metadata.name", "operator": "NotIn", "values": ["gpu-node-07"]}]}]  # fmt: skip
+        "requiredDuringSchedulingIgnoredDuringExecution"
+    ]["nodeSelectorTerms"]
+    assert terms == [
+        {"matchFields": [{"key": "metadata.name", "operator": "NotIn", "values": ["gpu-node-07"]}]}
+    ]
     env = {e["name"]: e.get("value") for e in tmpl["spec"]["containers"][0]["env"]}
     assert env["FLEETMEDIC_CHECKPOINT_DIR"] == "/shared/ckpt/llama-7b"  # the user's env kept
     kinds = by_kind(session_factory)
     assert [a.state for a in kinds["drain"] + kinds["recover"] + kinds["notify"]] == [
-        ActionState.DONE] * 3  # fmt: skip
+        ActionState.DONE
+    ] * 3
     with session_factory() as s:
         (link,) = service.job_lineage(s, job_id=POD)
         notices = service.list_notices(s, incident_id=inc.id)
@@ -118,8 +137,13 @@ def test_running_the_steps_again_after_a_crash_changes_nothing_twice(
     # As if the process died right after each call: every action is running again.
     with session_factory.begin() as s:
         for a in service.list_actions(s):
-            service.transition(s, action_id=int(a.id or 0), to=ActionState.RUNNING,
-                               from_states=[ActionState.DONE], now=time.time())  # fmt: skip
+            service.transition(
+                s,
+                action_id=int(a.id or 0),
+                to=ActionState.RUNNING,
+                from_states=[ActionState.DONE],
+                now=time.time(),
+            )
     heal(ctx)
     assert writes(api) == first  # node already ours, pods gone, new Job already there
 
@@ -176,8 +200,12 @@ def test_a_persons_cordon_is_left_alone_and_never_undone(
     api.apply("nodes", node)
     now = world(session_factory)
     fault(session_factory, XID79, node="gpu-node-07", ts=now)
-    ctx = context(session_factory, acting(validation_command=["true"], return_after_quiet_s=0),
-                  {"kubernetes": actor(api)}, runner=lambda argv, timeout: None)  # fmt: skip
+    ctx = context(
+        session_factory,
+        acting(validation_command=["true"], return_after_quiet_s=0),
+        {"kubernetes": actor(api)},
+        runner=lambda argv, timeout: None,
+    )
     heal(ctx, passes=3)
     assert ("PATCH", "/api/v1/nodes/gpu-node-07") not in writes(api)
     (drain,) = by_kind(session_factory)["drain"]
@@ -203,8 +231,10 @@ def test_a_person_uncordoning_our_node_cancels_the_workflow_and_our_marks_come_o
     assert writes(api) == [("PATCH", "/api/v1/nodes/gpu-node-07")]
     body = api.writes[0][2]
     assert body["metadata"]["annotations"] == {
-        "fleetmedic.io/cordoned-by": None, "fleetmedic.io/reason": None,
-        "fleetmedic.io/incident": None}  # fmt: skip
+        "fleetmedic.io/cordoned-by": None,
+        "fleetmedic.io/reason": None,
+        "fleetmedic.io/incident": None,
+    }
     left = api.objects["nodes"]["/gpu-node-07"]
     assert "fleetmedic.io/cordoned-by" not in left["metadata"]["annotations"]
     assert all(t["key"] != "fleetmedic.io/unhealthy" for t in left["spec"]["taints"])
@@ -218,16 +248,18 @@ def test_an_xid_storm_trips_the_breaker_at_the_cap_and_not_one_node_more(
     api: FakeKubeAPI, session_factory: sessionmaker[Session]
 ) -> None:
     now = world(session_factory)
-    ctx = context(session_factory, acting(breaker_max_nodes=2, breaker_max_fraction=1.0),
-                  {"kubernetes": actor(api)})  # fmt: skip
+    ctx = context(
+        session_factory,
+        acting(breaker_max_nodes=2, breaker_max_fraction=1.0),
+        {"kubernetes": actor(api)},
+    )
     for i, node in enumerate(NODES):
         fault(session_factory, XID79, node=node, ts=now + i, bus=f"0000:{0x3B + i:02x}:00")
     heal(ctx)
     patched = [p for m, p in writes(api) if m == "PATCH"]
     assert patched == ["/api/v1/nodes/gpu-node-07", "/api/v1/nodes/gpu-node-08"]
     drains = by_kind(session_factory)["drain"]
-    assert [a.state for a in drains] == [ActionState.DONE, ActionState.DONE,
-                                         ActionState.CANCELLED]  # fmt: skip
+    assert [a.state for a in drains] == [ActionState.DONE, ActionState.DONE, ActionState.CANCELLED]
     assert "cap 2" in str(drains[2].error)
     with session_factory() as s:
         breaker = service.get_breaker(s)

@@ -14,8 +14,16 @@ from healer.policy import Policy, PolicyError, PolicyFile, load_policy
 
 
 def incident(category: str, blame: str = "node", code: int | None = None, conf: float = 0.95):
-    return Incident(fingerprint="f", category=category, blame=blame, title="t", code=code,
-                    opened_ts=0.0, last_seen_ts=0.0, confidence=conf)  # fmt: skip
+    return Incident(
+        fingerprint="f",
+        category=category,
+        blame=blame,
+        title="t",
+        code=code,
+        opened_ts=0.0,
+        last_seen_ts=0.0,
+        confidence=conf,
+    )
 
 
 def test_a_new_install_observes_everything_and_acts_nowhere() -> None:

@@ -59,10 +59,15 @@ async def list_actions(
     return await read_session(
         request,
         lambda s: service.list_actions(
-            s, state=state, kind=kind, node=node, job_id=job_id, incident_id=incident_id,
+            s,
+            state=state,
+            kind=kind,
+            node=node,
+            job_id=job_id,
+            incident_id=incident_id,
             limit=limit,
         ),
-    )  # fmt: skip
+    )
 
 
 @router.get("/actions/{action_id}", dependencies=[Depends(require_reader)])

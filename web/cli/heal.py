@@ -61,8 +61,10 @@ def _run(database_url: str | None, fn: Callable[[Session], T], *, write: bool = 
 
 def _line(a: Any) -> str:
     target = a.job_id or a.node or ""
-    return (f"{a.id:>6} {a.state.value:<9} {a.mode.value:<8} {a.kind.value:<9} "
-            f"{a.cluster}:{target:<20} incident {a.incident_id}  {a.reason}")  # fmt: skip
+    return (
+        f"{a.id:>6} {a.state.value:<9} {a.mode.value:<8} {a.kind.value:<9} "
+        f"{a.cluster}:{target:<20} incident {a.incident_id}  {a.reason}"
+    )
 
 
 def _status(s: Session) -> dict[str, Any]:
@@ -79,8 +81,10 @@ def _status(s: Session) -> dict[str, Any]:
 
 def register(app: typer.Typer) -> None:
     """Add the `heal` group."""
-    group = typer.Typer(help="The healer: what it did, what it would do, approvals, backtests.",
-                        no_args_is_help=True)  # fmt: skip
+    group = typer.Typer(
+        help="The healer: what it did, what it would do, approvals, backtests.",
+        no_args_is_help=True,
+    )
     db_opt = typer.Option(None, "--database-url", help="Overrides FLEETMEDIC_DATABASE_URL.")
 
     @group.command("status")
@@ -93,8 +97,10 @@ def register(app: typer.Typer) -> None:
         b = out["breaker"]
         typer.echo("breaker: " + (f"TRIPPED ({b['reason']})" if b["tripped"] else "closed"))
         for h in out["nodes_kept_out"]:
-            typer.echo(f"kept out: {h['cluster']}:{h['node']} ({h['reason']})"
-                       + (f" SUPPORT: {h['support']}" if h["support"] else ""))  # fmt: skip
+            typer.echo(
+                f"kept out: {h['cluster']}:{h['node']} ({h['reason']})"
+                + (f" SUPPORT: {h['support']}" if h["support"] else "")
+            )
         for c in out["actions"]:
             typer.echo(f"{c['action']:<9} {c['result']:<9} {c['count']}")
         typer.echo(f"unsent notices: {out['unsent_notices']}")
@@ -122,8 +128,11 @@ def register(app: typer.Typer) -> None:
 
             who = by or f"cli:{getpass.getuser()}"
             fn = service.approve if verb == "approve" else service.reject
-            a = _run(database_url, lambda s: fn(s, action_id=action_id, by=who, now=time.time()),
-                     write=True)  # fmt: skip
+            a = _run(
+                database_url,
+                lambda s: fn(s, action_id=action_id, by=who, now=time.time()),
+                write=True,
+            )
             typer.echo(f"{verb}d by {who}: {_line(a)}")
 
         command.__doc__ = f"{verb.capitalize()} a planned action (admin)."
@@ -138,8 +147,9 @@ def register(app: typer.Typer) -> None:
         from healer import safety
 
         who = by or f"cli:{getpass.getuser()}"
-        b = _run(database_url, lambda s: safety.reset_breaker(s, by=who, now=time.time()),
-                 write=True)  # fmt: skip
+        b = _run(
+            database_url, lambda s: safety.reset_breaker(s, by=who, now=time.time()), write=True
+        )
         typer.echo(f"breaker closed by {who} (epoch {b.epoch})")
 
     @group.command("backtest")
@@ -159,8 +169,10 @@ def register(app: typer.Typer) -> None:
             typer.echo(f"error: {exc}", err=True)
             raise typer.Exit(2) from None
         start = time.time() - parse_span(since)
-        out = _run(database_url, lambda s: run(s, policy=pol, since=start,
-                                               human_response_s=human_hours * 3600))  # fmt: skip
+        out = _run(
+            database_url,
+            lambda s: run(s, policy=pol, since=start, human_response_s=human_hours * 3600),
+        )
         typer.echo(json.dumps(out))
 
     app.add_typer(group, name="heal")

@@ -108,8 +108,14 @@ class FakeKubeAPI:
 
     @staticmethod
     def _status(code: int, reason: str, message: str) -> JSONResponse:
-        body = {"kind": "Status", "apiVersion": "v1", "status": "Failure", "message": message,
-                "reason": reason, "code": code}  # fmt: skip
+        body = {
+            "kind": "Status",
+            "apiVersion": "v1",
+            "status": "Failure",
+            "message": message,
+            "reason": reason,
+            "code": code,
+        }
         return JSONResponse(body, status_code=code)
 
     async def _write_log(self, request: Request) -> Any:
@@ -135,10 +141,20 @@ class FakeKubeAPI:
     async def _pods(self, request: Request) -> Response:
         ns = request.path_params["ns"]
         key, _, value = request.query_params.get("labelSelector", "").partition("=")
-        items = [p for k, p in self.objects["pods"].items() if k.startswith(f"{ns}/")
-                 and (not key or p["metadata"].get("labels", {}).get(key) == value)]  # fmt: skip
-        return JSONResponse({"kind": "PodList", "apiVersion": "v1", "items": items,
-                             "metadata": {"resourceVersion": str(self.rv)}})  # fmt: skip
+        items = [
+            p
+            for k, p in self.objects["pods"].items()
+            if k.startswith(f"{ns}/")
+            and (not key or p["metadata"].get("labels", {}).get(key) == value)
+        ]
+        return JSONResponse(
+            {
+                "kind": "PodList",
+                "apiVersion": "v1",
+                "items": items,
+                "metadata": {"resourceVersion": str(self.rv)},
+            }
+        )
 
     async def _pod(self, request: Request) -> Response:
         ns, name = request.path_params["ns"], request.path_params["name"]
