@@ -75,7 +75,8 @@ def breaker_blocks(session: Session, *, policy: Policy, action: Action, now: flo
     breaker = service.get_breaker(session)
     if breaker.tripped:
         return f"blast-radius breaker is tripped ({breaker.reason}); an admin must reset it"
-    since = now - policy.breaker_window_s
+    # A reset starts the count afresh: drains from before it were what the admin looked at.
+    since = max(now - policy.breaker_window_s, breaker.reset_ts or 0.0)
     scopes: list[str | None] = [None] + ([action.partition] if action.partition else [])
     for part in scopes:
         count = drains_since(session, cluster=action.cluster, since=since, partition=part)

@@ -221,10 +221,11 @@ class Steps:
     ) -> tuple[bool, str]:
         if self.ctx.runner is None:
             return False, "no command runner is configured"
-        argv = [
-            part.format(**{k: "" if v is None else v for k, v in values.items()})
-            for part in template
-        ]
+        argv = []
+        for part in template:  # only {node}, {gpu}, {pci}: a shell's own braces stay as they are
+            for key, value in values.items():
+                part = part.replace("{" + key + "}", "" if value is None else str(value))
+            argv.append(part)
         res = audit.command(self.ctx.runner, argv, timeout_s)
         return res.ok, (res.stderr or res.stdout or str(res.error)).strip()[-300:]
 
