@@ -122,7 +122,11 @@ class Backtest:
                 continue
             sim.by_rule[rule.name] += 1
             planner = Planner(
-                self.session, policy=self.policy, breaker=BreakerState(), now=inc.opened_ts
+                self.session,
+                policy=self.policy,
+                breaker=BreakerState(),
+                now=inc.opened_ts,
+                replay=True,
             )
             inc_open = inc.model_copy(update={"state": IncidentState.OPEN})
             actions = planner.plan(inc_open)
@@ -156,6 +160,7 @@ class Backtest:
             "drains": c["drain_drained"],
             "gpu_resets": c["reset_gpu_drained"],
             "drains_blocked_by_breaker": c["drain_blocked"] + c["reset_gpu_blocked"],
+            "drains_already_out": c["drain_already"] + c["reset_gpu_already"],
             "breaker_trips": c["breaker_trips"],
             "recoveries": c["recoveries"],
             "recoveries_refused_by_budget": c["recoveries_refused"],

@@ -114,11 +114,21 @@ def _our_echo(incident: Incident) -> bool:
 class Planner:
     """Turns incidents into planned actions under one policy and breaker state."""
 
-    def __init__(self, session: Session, *, policy: Policy, breaker: BreakerState, now: float):
+    def __init__(
+        self,
+        session: Session,
+        *,
+        policy: Policy,
+        breaker: BreakerState,
+        now: float,
+        replay: bool = False,
+    ) -> None:
         self.session = session
         self.policy = policy
         self.breaker = breaker
         self.now = now
+        # A backtest replays history: a job that has ended since was running when it was hit.
+        self.replay = replay
 
     def plan(self, incident: Incident) -> list[Action]:
         """The actions this incident calls for (none when resolved or no rule matches)."""
@@ -190,7 +200,7 @@ class Planner:
         out = []
         for job in inc.affected_jobs:
             row = rows.get(job.job_id) or {}
-            if row.get("state") in _SETTLED:
+            if row.get("state") in _SETTLED and not self.replay:
                 continue
             scheduler = row.get("scheduler") or job.scheduler
             cluster = row.get("cluster") or "default"

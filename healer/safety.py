@@ -151,19 +151,26 @@ def recovery_gate(
 
 
 def _fatal_on_gpu(session: Session, *, incident: Incident, since: float) -> int:
+    """Separate fatal faults of the incident's GPU since `since`: the root-cause events of its
+    hardware incidents (a flood of one line is one event with a count, so it counts once)."""
     gpu = incident.culprit_gpu_uuid or incident.culprit_pci_bus_id
     if not gpu or incident.culprit_node is None:
         return 0
     i = ct.incidents
     col = i.c.culprit_gpu_uuid if incident.culprit_gpu_uuid else i.c.culprit_pci_bus_id
-    stmt = select(func.count()).where(
+    stmt = select(i.c.evidence_event_ids).where(
         i.c.culprit_node == incident.culprit_node,
         col == gpu,
         i.c.category == "gpu_hardware",
         i.c.blame == "node",
-        i.c.opened_ts >= since,
+        i.c.last_seen_ts >= since,
     )
-    return int(session.execute(stmt).scalar_one())
+    ids = {int(e) for row in session.execute(stmt).scalars() for e in row or []}
+    if not ids:
+        return 0
+    ev = t.events
+    count = select(func.count()).where(ev.c.id.in_(sorted(ids)), ev.c.ts >= since)
+    return int(session.execute(count).scalar_one())
 
 
 def escalation(

@@ -133,7 +133,8 @@ def register(app: typer.Typer) -> None:
                 lambda s: fn(s, action_id=action_id, by=who, now=time.time()),
                 write=True,
             )
-            typer.echo(f"{verb}d by {who}: {_line(a)}")
+            done = "approved" if verb == "approve" else "rejected"
+            typer.echo(f"{done} by {who}: {_line(a)}")
 
         command.__doc__ = f"{verb.capitalize()} a planned action (admin)."
         return command
