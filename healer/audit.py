@@ -28,8 +28,10 @@ class Audit:
         approved_by: str | None = None,
         sink: Sink | None = None,
         clock: Callable[[], float] = time.time,
+        actor: str = "healer",
     ) -> None:
         self.action_id = action_id
+        self.actor = actor
         self.approved_by = approved_by
         self.sink = sink
         self.clock = clock
@@ -49,6 +51,7 @@ class Audit:
             AuditEntry(
                 action_id=self.action_id,
                 ts=started,
+                actor=self.actor,
                 what="command",
                 request=list(argv),
                 rc=result.rc,
@@ -71,6 +74,7 @@ class Audit:
             AuditEntry(
                 action_id=self.action_id,
                 ts=started,
+                actor=self.actor,
                 what="api",
                 request={"method": method, "path": path, "body": _jsonable(body)},
                 rc=status,
@@ -87,6 +91,7 @@ class Audit:
             AuditEntry(
                 action_id=self.action_id,
                 ts=self.clock(),
+                actor=self.actor,
                 what="note",
                 output=text,
                 approved_by=self.approved_by,

@@ -66,7 +66,10 @@ def reconcile(ctx: HealerContext, *, report: HealReport) -> None:
         now = ctx.clock()
         with ctx.factory() as s:
             drain = service.get_action(s, action_id=h.drain_action_id)
-        audit = Audit(action_id=drain.id, sink=_audit_sink(ctx), clock=ctx.clock)
+        # Checks of a hold are the healer's own, not part of what an admin approved.
+        audit = Audit(
+            action_id=drain.id, sink=_audit_sink(ctx), clock=ctx.clock, actor="healer:reconcile"
+        )
         st = actor.node(h.node, audit)
         if st.exists and (not st.out or not st.ours):
             who = "resumed by a person" if not st.out else f"taken over by a person ({st.reason})"

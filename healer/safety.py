@@ -176,17 +176,18 @@ def _fatal_on_gpu(session: Session, *, incident: Incident, since: float) -> int:
 def escalation(
     session: Session, *, policy: Policy, action: Action, incident: Incident | None, now: float
 ) -> str | None:
-    """Why a node we just took out must stay out for a person (contact support), else None."""
+    """Why a node we just took out must stay out for a person (contact support), else None.
+    `action` is that drain, not yet recorded as done: it counts as one heal."""
     a = ht.actions
-    heals = 0
     stmt = select(a.c.result).where(
         a.c.kind == ActionKind.DRAIN.value,
         a.c.node == action.node,
         a.c.cluster == action.cluster,
         a.c.state == ActionState.DONE.value,
         a.c.finished_ts >= now - policy.node_heal_window_s,
+        a.c.id != (action.id or -1),
     )
-    heals = sum(1 for r in session.execute(stmt).scalars() if not (r or {}).get("noop"))
+    heals = 1 + sum(1 for r in session.execute(stmt).scalars() if not (r or {}).get("noop"))
     if heals >= policy.node_heal_limit:
         days = policy.node_heal_window_s / 86400
         return f"healed {heals} times in {days:g} days: contact support"

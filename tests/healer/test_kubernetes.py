@@ -187,7 +187,7 @@ def test_approval_mode_waits_for_an_admin_and_reject_never_runs(
     assert kinds["recover"][0].state is ActionState.CANCELLED
     with session_factory() as s:
         trail = service.list_audit(s, action_id=int(kinds["drain"][0].id or 0))
-    calls = [e for e in trail if e.what == "api"]
+    calls = [e for e in trail if e.what == "api" and e.actor == "healer"]
     assert calls and all(e.approved_by == "admin:bob" for e in calls)
     assert any(e.what == "state" and e.actor == "admin:bob" for e in trail)
 
@@ -315,3 +315,116 @@ def test_a_users_own_fault_touches_no_node_and_tells_the_owner(
         notices = service.list_notices(s)
     assert [(n.kind, n.recipient) for n in notices] == [("owner", "alice")]
     assert "no node was touched" in notices[0].body
+
+
+def _reset_policy(command: list[str]) -> Any:
+    rules = [r.model_copy(update={"gpu_reset": True}) for r in acting().rules]
+    return acting(rules=rules, gpu_reset_command=command)
+
+
+XID95 = XID79.replace(": 79,", ": 95,")  # uncontained ECC: NVIDIA's catalog says RESET_GPU
+
+
+def test_a_gpu_reset_that_works_replaces_the_cordon(
+    api: FakeKubeAPI, session_factory: sessionmaker[Session]
+) -> None:
+    from collector.slurm.runner import SubprocessRunner
+
+    now = world(session_factory)
+    fault(session_factory, XID95, node="gpu-node-07", ts=now)
+    heal(
+        context(
+            session_factory,
+            _reset_policy(["true", "{node}", "{pci}"]),
+            {"kubernetes": actor(api)},
+            runner=SubprocessRunner(),
+        )
+    )
+    kinds = by_kind(session_factory)
+    assert "drain" not in kinds and kinds["reset_gpu"][0].state is ActionState.DONE
+    with session_factory() as s:
+        (cmd,) = [
+            e
+            for e in service.list_audit(s, action_id=int(kinds["reset_gpu"][0].id or 0))
+            if e.what == "command"
+        ]
+    assert cmd.request == ["true", "gpu-node-07", "0000:3b:00.0"] and cmd.rc == 0
+    assert ("PATCH", "/api/v1/nodes/gpu-node-07") not in writes(api)
+    assert kinds["recover"][0].state is ActionState.DONE  # the job still moves
+
+
+def test_a_gpu_reset_that_fails_falls_back_to_cordoning(
+    api: FakeKubeAPI, session_factory: sessionmaker[Session]
+) -> None:
+    from collector.slurm.runner import SubprocessRunner
+
+    now = world(session_factory)
+    fault(session_factory, XID95, node="gpu-node-07", ts=now)
+    heal(
+        context(
+            session_factory,
+            _reset_policy(["false"]),
+            {"kubernetes": actor(api)},
+            runner=SubprocessRunner(),
+        ),
+        passes=2,
+    )
+    kinds = by_kind(session_factory)
+    assert kinds["reset_gpu"][0].state is ActionState.FAILED
+    assert "draining instead" in str(kinds["reset_gpu"][0].error)
+    assert kinds["drain"][0].state is ActionState.DONE
+    assert ("PATCH", "/api/v1/nodes/gpu-node-07") in writes(api)
+
+
+def test_a_job_past_its_retry_budget_is_not_recovered_and_a_person_is_told(
+    api: FakeKubeAPI, session_factory: sessionmaker[Session]
+) -> None:
+    from healer.models import Action, ActionKind, ActionMode
+
+    now = world(session_factory)
+    with session_factory.begin() as s:  # it was recovered once already today
+        old = Action(key="earlier", kind=ActionKind.RECOVER, mode=ActionMode.ACT, job_id=POD)
+        service.insert_action(s, action=old, now=now - 600)
+        for state in (ActionState.RUNNING, ActionState.DONE):
+            service.transition(
+                s,
+                action_id=int(old.id or 0),
+                to=state,
+                from_states=[ActionState.PLANNED, ActionState.RUNNING],
+                now=now - 600,
+            )
+    fault(session_factory, XID79, node="gpu-node-07", ts=now)
+    heal(context(session_factory, acting(requeue_budget=1), {"kubernetes": actor(api)}))
+    (rec,) = [a for a in by_kind(session_factory)["recover"] if a.key != "earlier"]
+    assert rec.state is ActionState.CANCELLED and "budget 1" in str(rec.error)
+    assert not any(m == "POST" for m, _ in writes(api))
+    with session_factory() as s:
+        told = [n for n in service.list_notices(s) if "not recovered again" in n.subject]
+    assert len(told) == 1
+
+
+def test_a_node_healed_three_times_this_week_stays_out_for_support(
+    api: FakeKubeAPI, session_factory: sessionmaker[Session]
+) -> None:
+    from collector.slurm.runner import SubprocessRunner
+
+    world(session_factory)
+    # (flap_window_s=0: counting heals alone; returning within a day would be flapping first)
+    policy = acting(
+        validation_command=["true"],
+        return_after_quiet_s=0,
+        flap_window_s=0,
+        breaker_max_fraction=1.0,
+    )
+    ctx = context(session_factory, policy, {"kubernetes": actor(api)}, runner=SubprocessRunner())
+    for i in range(3):  # fails, is validated and returned, fails again...
+        bus = f"0000:{0x40 + i}:00"
+        fault(session_factory, XID79, node="gpu-node-08", ts=time.time(), bus=bus)
+        heal(ctx, passes=3)
+    drains = by_kind(session_factory)["drain"]
+    assert len(drains) == 3 and "contact support" in drains[-1].result["support"]
+    with session_factory() as s:
+        (held,) = service.held_nodes(s)
+        alerts = [n for n in service.list_notices(s) if "needs support" in n.subject]
+    assert held.node == "gpu-node-08" and held.support and len(alerts) == 1
+    assert len(by_kind(session_factory)["return"]) == 2  # the third time: no return planned

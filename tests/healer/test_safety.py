@@ -81,11 +81,11 @@ def test_a_node_healed_three_times_in_a_week_needs_support(
     policy, now = Policy(), time.time()
     drain = Action(key="x", kind=ActionKind.DRAIN, node="node1", cluster="fmtest")
     with unit_of_work(session_factory) as s:
-        for i, age in enumerate((6 * 86400.0, 86400.0)):
-            _done(s, f"d{i}", ActionKind.DRAIN, at=now - age, node="node1")
         _done(s, "old", ActionKind.DRAIN, at=now - 8 * 86400.0, node="node1")  # outside
+        _done(s, "d1", ActionKind.DRAIN, at=now - 6 * 86400.0, node="node1")
+        # One heal before this drain: this one is the second.
         assert safety.escalation(s, policy=policy, action=drain, incident=None, now=now) is None
-        _done(s, "d3", ActionKind.DRAIN, at=now, node="node1")
+        _done(s, "d2", ActionKind.DRAIN, at=now - 86400.0, node="node1")
         why = safety.escalation(s, policy=policy, action=drain, incident=None, now=now)
     assert why == "healed 3 times in 7 days: contact support"
 
