@@ -19,6 +19,7 @@ from timeline.errors import BatchTooLarge, Conflict, NotFound, TimelineError
 from timeline.settings import Settings
 from web.api import actions, incidents, ingest, read
 from web.auth import TokenTable
+from web.healer_metrics import HealerCollector
 from web.leader import LeaderLock
 from web.logs import configure_logging
 from web.metrics import ServerMetrics
@@ -94,6 +95,7 @@ def create_app(settings: Settings, *, configure: Configure | None = None) -> Fas
     app.state.session_factory = factory
     app.state.write_lock = db.write_lock(engine)
     app.state.metrics = ServerMetrics()
+    app.state.metrics.registry.register(HealerCollector(factory))
     app.state.runtime = runtime
     app.state.leader = leader
     app.add_middleware(

@@ -129,3 +129,24 @@ def test_a_job_answer_carries_its_lineage(app_client: TestClient) -> None:
     assert [(x["new_job_id"], x["step"]) for x in job["lineage"]] == [("4243", 300)]
     chain = app_client.get("/api/v1/jobs/4243/lineage", headers=V).json()
     assert [x["old_job_id"] for x in chain] == ["4242"]
+
+
+def test_metrics_show_the_breaker_and_actions_by_kind_and_result(app_client: TestClient) -> None:
+    from healer import safety
+
+    _incident_with_actions(app_client, Policy(act=[Scope(approval=True)]))
+    factory = app_client.app.state.session_factory  # type: ignore[attr-defined]
+    drain = next(
+        a for a in app_client.get("/api/v1/actions", headers=V).json() if a["kind"] == "drain"
+    )
+    app_client.post(f"/api/v1/actions/{drain['id']}/reject", headers=A)
+    text = app_client.get("/metrics").text
+    assert "fleetmedic_healer_breaker_tripped 0.0" in text
+    assert 'fleetmedic_healer_actions_total{action="drain",result="cancelled"} 1.0' in text
+    assert 'fleetmedic_healer_actions_pending{action="recover",state="planned"} 1.0' in text
+    with unit_of_work(factory) as s:
+        safety.trip(
+            s, reason="5 drains in c within 3600 s (cap 5)", scope="c", now=time.time(), fence=None
+        )
+    assert "fleetmedic_healer_breaker_tripped 1.0" in app_client.get("/metrics").text
+    assert app_client.get("/api/v1/healer/breaker", headers=V).json()["tripped"] is True
