@@ -94,8 +94,8 @@ def _cancel_waiting(s: Session, *, incident_id: int | None, now: float, fence: A
 # --- taking steps ---
 
 
-def _blocked(ctx: HealerContext, s: Session, action: Action, now: float) -> str | None:
-    """Why this action does not run this pass (dependency), or None; gates act here too."""
+def _blocked(s: Session, action: Action) -> str | None:
+    """Why this action does not run this pass yet (it waits for its incident's drain)."""
     if action.kind in (ActionKind.RECOVER, ActionKind.NOTIFY) and action.incident_id:
         first = (ActionKind.DRAIN, ActionKind.RESET_GPU)
         for other in service.list_actions(s, incident_id=action.incident_id):
@@ -155,7 +155,7 @@ def _claim(ctx: HealerContext, action: Action) -> tuple[Action | None, StepOutco
     now = ctx.clock()
     with unit_of_work(ctx.factory) as s:
         current = service.get_action(s, action_id=int(action.id or 0))
-        if current.terminal or _blocked(ctx, s, current, now):
+        if current.terminal or _blocked(s, current):
             return None, None
         if current.state is ActionState.PLANNED:
             current = service.transition(
@@ -261,19 +261,7 @@ def _finish(ctx: HealerContext, s: Session, action: Action, out: StepOutcome, no
         if holder is not None:  # another incident's drain holds it; one hold per node
             result |= {"holding": False, "noop": True, "held_by": holder.drain_action_id}
     if out.status == "done" and action.kind is ActionKind.DRAIN and result.get("holding"):
-        inc = _incident(s, action.incident_id)
-        why = safety.escalation(s, policy=ctx.policy, action=action, incident=inc, now=now)
-        if why:
-            result["support"] = why
-            alert = oncall_alert(
-                key=f"support:{aid}",
-                subject=f"{action.node} needs support",
-                now=now,
-                body=f"{action.node} stays out of service: {why}.",
-                oncall=ctx.policy.oncall,
-                action=action,
-            )
-            service.add_notice(s, notice=alert)
+        _escalate(s, ctx, action, result, now)
     if out.status == "done" and action.kind is ActionKind.RETURN:
         _release(s, ctx, action, how="returned", now=now)
     if out.status == "done" and result.get("how") in ("requeue", "resubmit", "recreate"):
@@ -294,6 +282,25 @@ def _finish(ctx: HealerContext, s: Session, action: Action, out: StepOutcome, no
     service.add_audit(
         s, entry=_note(action, f"{to.value}" + (f": {out.error}" if out.error else ""), now)
     )
+
+
+def _escalate(
+    s: Session, ctx: HealerContext, action: Action, result: dict[str, Any], now: float
+) -> None:
+    """A node taken out too often (or one GPU failing again and again) stays out for a person."""
+    inc = _incident(s, action.incident_id)
+    why = safety.escalation(s, policy=ctx.policy, action=action, incident=inc, now=now)
+    if why:
+        result["support"] = why
+        alert = oncall_alert(
+            key=f"support:{action.id}",
+            subject=f"{action.node} needs support",
+            now=now,
+            body=f"{action.node} stays out of service: {why}.",
+            oncall=ctx.policy.oncall,
+            action=action,
+        )
+        service.add_notice(s, notice=alert)
 
 
 def _incident(s: Session, incident_id: int | None) -> Any:

@@ -134,6 +134,13 @@ class KubernetesActor:
             },
             "spec": {"unschedulable": True, "taints": taints},
         }
+        status = self._patch_node(node, body, audit)
+        if status != 200:
+            return StepOutcome.failed(f"cordon of {node} failed: HTTP {status}")
+        return StepOutcome.done(holding=True, drained=True)
+
+    def _patch_node(self, node: str, body: dict[str, Any], audit: Audit) -> int:
+        """One JSON merge patch of a node (lists such as taints are replaced whole)."""
         status, _ = self._call(
             audit,
             "PATCH",
@@ -144,9 +151,7 @@ class KubernetesActor:
             body=body,
             _content_type=MERGE,
         )
-        if status != 200:
-            return StepOutcome.failed(f"cordon of {node} failed: HTTP {status}")
-        return StepOutcome.done(holding=True, drained=True)
+        return status
 
     def _unmark(self, node: str, audit: Audit, *, uncordon: bool) -> StepOutcome:
         status, obj = self._read_node(node, audit)
@@ -163,16 +168,7 @@ class KubernetesActor:
         }
         if uncordon:
             body["spec"]["unschedulable"] = None
-        status, _ = self._call(
-            audit,
-            "PATCH",
-            f"/api/v1/nodes/{node}",
-            body,
-            self.core.patch_node,
-            name=node,
-            body=body,
-            _content_type=MERGE,
-        )
+        status = self._patch_node(node, body, audit)
         if status != 200:
             return StepOutcome.failed(f"uncordon of {node} failed: HTTP {status}")
         return StepOutcome.done(resumed=uncordon, cleaned=True)

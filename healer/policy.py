@@ -93,7 +93,11 @@ DEFAULT_RULES: list[Rule] = [
         occurrences=3,
         window_s=86400.0,
     ),
-    Rule(name="user-fault", category=["user_code", "oom_gpu", "oom_host"], actions=["notify"]),  # type: ignore[list-item]
+    Rule(
+        name="user-fault",
+        category=["user_code", "oom_gpu", "oom_host"],
+        actions=[ActionKind.NOTIFY],
+    ),
     Rule(
         name="nccl-unknown",
         category=["nccl_timeout_unknown"],

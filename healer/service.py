@@ -14,6 +14,7 @@ from sqlalchemy import func, or_, select, update
 from sqlalchemy.orm import Session
 
 from correlator import tables as ct
+from correlator.models import Incident
 from healer import tables as ht
 from healer.models import (
     TERMINAL,
@@ -367,10 +368,8 @@ def held_nodes(session: Session) -> list[HeldNode]:
     return out
 
 
-def incidents_updated_since(session: Session, *, since: float, limit: int = 500) -> list[Any]:
+def incidents_updated_since(session: Session, *, since: float, limit: int = 500) -> list[Incident]:
     """Incident rows written after `since` (wall clock), oldest write first."""
-    from correlator.models import Incident
-
     i = ct.incidents
     stmt = select(i).where(i.c.updated_ts > since).order_by(i.c.updated_ts, i.c.id).limit(limit)
     return [Incident.model_validate(dict(r)) for r in session.execute(stmt).mappings()]

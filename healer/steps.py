@@ -22,7 +22,6 @@ from healer import service
 from healer.audit import Audit
 from healer.checkpoints import find_checkpoint
 from healer.models import (
-    TERMINAL,
     Action,
     ActionKind,
     ActionMode,
@@ -293,6 +292,3 @@ class Steps:
             return StepOutcome.wait(now + 0.5, note="waiting for the incident's actions to end")
         notices = incident_notices(inc, others, oncall=self.ctx.policy.oncall, now=now)
         return StepOutcome("done", {"notices": len(notices)}, notices=notices)
-
-
-__all__ = ["TERMINAL", "Actor", "HealerContext", "Steps"]

@@ -317,9 +317,15 @@ def test_a_users_own_fault_touches_no_node_and_tells_the_owner(
     assert "no node was touched" in notices[0].body
 
 
-def _reset_policy(command: list[str]) -> Any:
+def _reset(api: FakeKubeAPI, factory: sessionmaker[Session], command: list[str]) -> None:
+    """Heal with GPU resets on (the command runs for real) after an Xid 95 on gpu-node-07."""
+    from collector.slurm.runner import SubprocessRunner
+
+    fault(factory, XID95, node="gpu-node-07", ts=world(factory))
     rules = [r.model_copy(update={"gpu_reset": True}) for r in acting().rules]
-    return acting(rules=rules, gpu_reset_command=command)
+    policy = acting(rules=rules, gpu_reset_command=command)
+    ctx = context(factory, policy, {"kubernetes": actor(api)}, runner=SubprocessRunner())
+    heal(ctx, passes=2)
 
 
 XID95 = XID79.replace(": 79,", ": 95,")  # uncontained ECC: NVIDIA's catalog says RESET_GPU
@@ -328,18 +334,7 @@ XID95 = XID79.replace(": 79,", ": 95,")  # uncontained ECC: NVIDIA's catalog say
 def test_a_gpu_reset_that_works_replaces_the_cordon(
     api: FakeKubeAPI, session_factory: sessionmaker[Session]
 ) -> None:
-    from collector.slurm.runner import SubprocessRunner
-
-    now = world(session_factory)
-    fault(session_factory, XID95, node="gpu-node-07", ts=now)
-    heal(
-        context(
-            session_factory,
-            _reset_policy(["true", "{node}", "{pci}"]),
-            {"kubernetes": actor(api)},
-            runner=SubprocessRunner(),
-        )
-    )
+    _reset(api, session_factory, ["true", "{node}", "{pci}"])
     kinds = by_kind(session_factory)
     assert "drain" not in kinds and kinds["reset_gpu"][0].state is ActionState.DONE
     with session_factory() as s:
@@ -356,19 +351,7 @@ def test_a_gpu_reset_that_works_replaces_the_cordon(
 def test_a_gpu_reset_that_fails_falls_back_to_cordoning(
     api: FakeKubeAPI, session_factory: sessionmaker[Session]
 ) -> None:
-    from collector.slurm.runner import SubprocessRunner
-
-    now = world(session_factory)
-    fault(session_factory, XID95, node="gpu-node-07", ts=now)
-    heal(
-        context(
-            session_factory,
-            _reset_policy(["false"]),
-            {"kubernetes": actor(api)},
-            runner=SubprocessRunner(),
-        ),
-        passes=2,
-    )
+    _reset(api, session_factory, ["false"])
     kinds = by_kind(session_factory)
     assert kinds["reset_gpu"][0].state is ActionState.FAILED
     assert "draining instead" in str(kinds["reset_gpu"][0].error)
