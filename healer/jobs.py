@@ -100,6 +100,13 @@ class HealerRunner:
         self.last = report
         return report
 
+    def _sleep(self, seconds: float, stop: threading.Event) -> None:
+        """Until woken, stopped, or `seconds` passed (stop is looked at every 0.25 s)."""
+        deadline = time.monotonic() + seconds
+        while not stop.is_set() and time.monotonic() < deadline:
+            if self.wake.wait(min(0.25, max(0.0, deadline - time.monotonic()))):
+                return
+
     def loop(self, stop: threading.Event) -> None:
         """Run passes until `stop`; a pass with work waiting comes back sooner."""
         try:
@@ -110,7 +117,7 @@ class HealerRunner:
                     log.exception("healer pass failed; the next one retries")
                     report = HealReport()
                 soon = report.waiting > 0
-                self.wake.wait(0.2 if soon else self.interval_s)
+                self._sleep(0.2 if soon else self.interval_s, stop)
                 self.wake.clear()
         finally:
             self.lock.release()
