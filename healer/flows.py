@@ -261,6 +261,8 @@ def _finish(ctx: HealerContext, s: Session, action: Action, out: StepOutcome, no
         if holder is not None:  # another incident's drain holds it; one hold per node
             result |= {"holding": False, "noop": True, "held_by": holder.drain_action_id}
     if out.status == "done" and action.kind is ActionKind.DRAIN and result.get("holding"):
+        if not result.get("already"):  # it was in service just now: older holds are stale
+            _release(s, ctx, action, how="resumed by a person (found in service)", now=now)
         _escalate(s, ctx, action, result, now)
     if out.status == "done" and action.kind is ActionKind.RETURN:
         _release(s, ctx, action, how="returned", now=now)

@@ -175,9 +175,9 @@ class Steps:
         """Where to look for checkpoints, which W&B run continues, which nodes to avoid."""
         p = action.params
         p["checkpoint_dirs"] = [list(d) for d in self._dirs(action, actor, audit)]
-        with self.ctx.factory() as s:
-            held = {h.node for h in service.held_nodes(s) if h.cluster == action.cluster}
-        p["exclude"] = sorted(held | ({action.node} if action.node else set()))
+        # The incident's own node. Other nodes we hold are drained already (the scheduler
+        # avoids them); pinning the job away from them too could leave it nowhere to run.
+        p["exclude"] = [action.node] if action.node else []
         p["env"] = self._env(p)
         p["prepared"] = True
 
