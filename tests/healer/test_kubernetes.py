@@ -4,8 +4,10 @@ flows as on Slurm (observe, approval, breaker, ownership, a resumed step acting 
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -411,3 +413,63 @@ def test_a_node_healed_three_times_this_week_stays_out_for_support(
         alerts = [n for n in service.list_notices(s) if "needs support" in n.subject]
     assert held.node == "gpu-node-08" and held.support and len(alerts) == 1
     assert len(by_kind(session_factory)["return"]) == 2  # the third time: no return planned
+
+
+def _hf_checkpoints(root: Path, *steps: int) -> None:
+    for step in steps:
+        d = root / f"checkpoint-{step}"
+        d.mkdir(parents=True)
+        (d / "trainer_state.json").write_text(f'{{"global_step": {step}}}')
+    old = time.time() - 120
+    for p in root.rglob("*"):
+        os.utime(p, (old, old))
+
+
+def _posted_env(fake: FakeKubeAPI) -> dict[str, str]:
+    (body,) = [b for m, _, b in fake.writes if m == "POST"]
+    container = body["spec"]["template"]["spec"]["containers"][0]
+    return {e["name"]: e.get("value") for e in container["env"]}
+
+
+def test_checkpoint_dir_from_the_accounts_pattern_when_the_job_names_none(
+    api: FakeKubeAPI, session_factory: sessionmaker[Session], tmp_path: Path
+) -> None:
+    pod = fixture("pod_job_running.json")
+    pod["spec"]["containers"][0]["env"] = []  # the pod names no checkpoint directory
+    api.apply("pods", pod)
+    _hf_checkpoints(tmp_path / "ml-research" / POD.split("/")[1], 100, 200)
+    now = world(session_factory)
+    fault(session_factory, XID79, node="gpu-node-07", ts=now)
+    policy = acting(checkpoint_patterns={"ml-*": f"{tmp_path}/{{account}}/{{job_name}}"})
+    heal(context(session_factory, policy, {"kubernetes": actor(api)}))
+    (rec,) = by_kind(session_factory)["recover"]
+    assert (rec.params["checkpoint_source"], rec.params["step"]) == ("pattern", 200)
+    ckpt = str(tmp_path / "ml-research" / POD.split("/")[1] / "checkpoint-200")
+    assert _posted_env(api)["FLEETMEDIC_RESUME_FROM"] == ckpt
+
+
+def test_a_job_patch_names_the_checkpoint_dir_first(
+    api: FakeKubeAPI, session_factory: sessionmaker[Session], tmp_path: Path
+) -> None:
+    from tests.healer.helpers import append
+    from timeline.models import JobPatch
+
+    _hf_checkpoints(tmp_path / "patched", 300)
+    now = world(session_factory)
+    append(
+        session_factory,
+        job_patches=[
+            JobPatch(
+                job_id=POD, checkpoint_dir=str(tmp_path / "patched"), wandb_run="team/llm/run-abc1"
+            )
+        ],
+    )
+    fault(session_factory, XID79, node="gpu-node-07", ts=now)
+    heal(context(session_factory, acting(), {"kubernetes": actor(api)}))
+    (rec,) = by_kind(session_factory)["recover"]
+    # The pod's own FLEETMEDIC_CHECKPOINT_DIR (/shared/ckpt/llama-7b) comes after the patch.
+    assert rec.params["checkpoint_dirs"][0] == ["job_patch", str(tmp_path / "patched")]
+    assert rec.params["checkpoint_dirs"][1] == ["pod_env", "/shared/ckpt/llama-7b"]
+    env = _posted_env(api)
+    assert env["FLEETMEDIC_RESUME_FROM"] == str(tmp_path / "patched" / "checkpoint-300")
+    assert (env["WANDB_RUN_ID"], env["WANDB_RESUME"]) == ("run-abc1", "allow")
