@@ -207,7 +207,9 @@ class Planner:
             part = row.get("partition") or (
                 row.get("account") if scheduler == "kubernetes" else None
             )
-            key = f"recover:{scheduler}:{cluster}:{job.job_id}:i{inc.id}"
+            # Not keyed on scheduler or cluster: a job first seen by an agent alone is the
+            # same job once its scheduler's source reports it.
+            key = f"recover:{job.job_id}:i{inc.id}"
             out.append(
                 Action(
                     key=key,

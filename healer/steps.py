@@ -30,6 +30,7 @@ from healer.models import (
     StepOutcome,
 )
 from healer.notify import incident_notices, oncall_alert
+from healer.planner import node_info
 from healer.policy import Policy
 from timeline import queries
 
@@ -114,7 +115,7 @@ class Steps:
         """One step; never raises for what a scheduler answers."""
         if action.kind is ActionKind.NOTIFY:
             return self._notify(action)
-        actor = self.ctx.actors.get(action.scheduler or "")
+        actor = self.ctx.actors.get(action.scheduler or "") or self._actor_now(action)
         if actor is None:
             return StepOutcome.failed(f"no actor for scheduler {action.scheduler!r} here")
         if action.kind is ActionKind.DRAIN:
@@ -139,6 +140,17 @@ class Steps:
                 save(action.params)
             return actor.recover(action, audit, save, lambda: self._locate(action, audit))
         return self._return(action, actor, audit)
+
+    def _actor_now(self, action: Action) -> Actor | None:
+        """The actor of the scheduler the store knows now (a node or job may have been seen
+        only by an agent when the action was planned)."""
+        with self.ctx.factory() as s:
+            if action.kind is ActionKind.RECOVER and action.job_id:
+                job = queries.get_job(s, job_id=action.job_id) or {}
+                known = job.get("scheduler")
+            else:
+                known = node_info(s, node=str(action.node)).scheduler if action.node else None
+        return self.ctx.actors.get(str(known)) if known else None
 
     # --- recover ---
 

@@ -50,6 +50,8 @@ def test_gpu_fault_plans_drain_recover_notify_with_stable_keys(
     assert drain.key == f"drain:fmtest:node1:i{inc.id}:e0:g0" and drain.partition == "debug"
     assert drain.reason == f"fleetmedic: gpu_hardware Xid 79 [incident {inc.id}]"
     assert (recover.job_id, recover.scheduler, recover.cluster) == ("4242", "slurm", "fmtest")
+    # Not keyed on what a scheduler source adds later: one recovery whenever the job shows up.
+    assert recover.key == f"recover:4242:i{inc.id}"
     later = plan(
         session_factory, int(inc.id or 0), acting(), BreakerState(epoch=1, reset_ts=now + 1)
     )
