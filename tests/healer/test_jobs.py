@@ -3,7 +3,6 @@ and stopping is prompt."""
 
 from __future__ import annotations
 
-import tempfile
 import threading
 import time
 from pathlib import Path
@@ -28,9 +27,9 @@ def runner(engine: Engine, factory: sessionmaker[Session], lock_dir: Path) -> He
 
 
 def test_a_second_healer_on_the_same_database_does_nothing(
-    engine: Engine, session_factory: sessionmaker[Session]
+    engine: Engine, session_factory: sessionmaker[Session], tmp_path: Path
 ) -> None:
-    lock_dir = Path(tempfile.mkdtemp(prefix="fm-heal-jobs-"))
+    lock_dir = tmp_path
     first, second = (
         runner(engine, session_factory, lock_dir),
         runner(engine, session_factory, lock_dir),
@@ -44,10 +43,10 @@ def test_a_second_healer_on_the_same_database_does_nothing(
 
 
 def test_a_wake_up_runs_a_pass_at_once_and_stop_is_prompt(
-    engine: Engine, session_factory: sessionmaker[Session]
+    engine: Engine, session_factory: sessionmaker[Session], tmp_path: Path
 ) -> None:
     cluster(session_factory, nodes=["node1"])
-    healer = runner(engine, session_factory, Path(tempfile.mkdtemp(prefix="fm-heal-jobs-")))
+    healer = runner(engine, session_factory, tmp_path)
     stop = threading.Event()
     thread = threading.Thread(target=healer.loop, args=(stop,), daemon=True)
     thread.start()

@@ -4,6 +4,7 @@ faults, flapping), and one healer per database."""
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session, sessionmaker
@@ -117,11 +118,8 @@ def test_drained_returned_and_drained_again_is_flapping(
     assert why is not None and why.startswith("flapping")
 
 
-def test_one_healer_per_database(engine: Engine, tmp_path_factory: object) -> None:
-    import tempfile
-    from pathlib import Path
-
-    lock_dir = Path(tempfile.mkdtemp(prefix="fm-heal-lock-"))
+def test_one_healer_per_database(engine: Engine, tmp_path: Path) -> None:
+    lock_dir = tmp_path
     first = safety.HealerLock(engine, lock_dir=lock_dir)
     second = safety.HealerLock(engine, lock_dir=lock_dir)
     assert first.acquire() and first.acquire()  # re-entrant for its holder
