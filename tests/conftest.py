@@ -12,6 +12,7 @@ from sqlalchemy import Engine, text
 from sqlalchemy.orm import Session, sessionmaker
 
 import correlator.tables  # noqa: F401  (registers the correlator's tables on metadata)
+import healer.tables  # noqa: F401  (registers the healer's tables on metadata)
 from timeline import db
 from timeline.tables import metadata
 

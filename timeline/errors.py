@@ -37,7 +37,11 @@ class NodeNotAllowed(TimelineError):
         self.node = node
 
 
-class BatchConflict(TimelineError):
+class Conflict(TimelineError):
+    """The change asked for does not fit the current state (e.g. approving a done action)."""
+
+
+class BatchConflict(Conflict):
     """A batch_id already stored with different content: a replay that is not one."""
 
     def __init__(self, batch_id: str) -> None:

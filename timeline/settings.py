@@ -110,6 +110,8 @@ class Settings(BaseSettings):
     agent_flush_interval_s: float = 2.0
     agent_proc_root: str = "/proc"
     agent_kmsg_path: str = "/dev/kmsg"
+    agent_kmsg_fallback_file: str | None = None  # e.g. /var/log/kern.log, when kmsg is unreadable
+    agent_kmsg_poll_s: float = 0.1  # how often the kernel log is read (an Xid goes out at once)
     agent_dcgm_url: str = "http://127.0.0.1:9400/metrics"  # dcgm-exporter's default listener
     agent_dcgm_interval_s: float = 15.0  # dcgm-exporter collects every 30 s by default
     agent_joblog_poll_s: float = 2.0  # how often followed job logs are read
@@ -180,6 +182,12 @@ class Settings(BaseSettings):
     idle_interval_s: float = 60.0
     idle_min_duration_s: float = 1800.0  # allocated and idle this long: an idle finding
     idle_cost_per_gpu_hour: float = 2.0  # dollars, for the waste estimate
+
+    # --- healer ---
+    healer_enabled: bool = True  # plan actions from incidents (acting stays off unless the policy)
+    healer_policy_file: Path | None = None  # TOML or YAML; unset: built-in defaults, observe only
+    healer_interval_s: float = 5.0  # a pass at least this often (correlator changes wake it sooner)
+    healer_command_timeout_s: float = 30.0  # each scontrol/sbatch/API call
 
     _tokens = field_validator("agent_tokens", "api_tokens", mode="before")(_split_tokens)
     _split = field_validator(

@@ -11,10 +11,11 @@ from starlette.middleware.sessions import SessionMiddleware
 
 from timeline import __version__, db
 from timeline.settings import Settings
-from web.api import incidents, ingest, ops, read
+from web.api import actions, incidents, ingest, ops, read
 from web.api.ops import install_openapi
 from web.auth import TokenTable
 from web.errors import install_error_handlers
+from web.healer_metrics import HealerCollector
 from web.leader import LeaseElector
 from web.logs import configure_logging
 from web.metrics import ServerMetrics
@@ -73,6 +74,7 @@ def create_app(settings: Settings, *, configure: Configure | None = None) -> Fas
     app.state.session_factory = factory
     app.state.write_lock = db.write_lock(engine, settings.database_busy_timeout_s)
     app.state.metrics = ServerMetrics(leader)
+    app.state.metrics.registry.register(HealerCollector(factory))
     app.state.runtime = runtime
     app.state.leader = leader
     app.add_middleware(
@@ -89,6 +91,7 @@ def create_app(settings: Settings, *, configure: Configure | None = None) -> Fas
     app.include_router(ingest.router)
     app.include_router(read.router)
     app.include_router(incidents.router)
+    app.include_router(actions.router)
     app.include_router(fleet_page.router)
     install_openapi(app)
     return app

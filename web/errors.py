@@ -11,8 +11,8 @@ from sqlalchemy import exc as sa_exc
 
 from timeline.db import unavailable
 from timeline.errors import (
-    BatchConflict,
     BatchTooLarge,
+    Conflict,
     InvalidBatch,
     NodeNotAllowed,
     NotFound,
@@ -61,8 +61,8 @@ def install_error_handlers(app: FastAPI) -> None:
         log.warning("refused a batch for node %r: not this agent token's node", exc.node)
         return JSONResponse(status_code=403, content={"detail": str(exc)})
 
-    @app.exception_handler(BatchConflict)
-    async def conflict(_: Request, exc: BatchConflict) -> JSONResponse:
+    @app.exception_handler(Conflict)  # a replayed batch_id with other content, a done action...
+    async def conflict(_: Request, exc: Conflict) -> JSONResponse:
         return JSONResponse(status_code=409, content={"detail": str(exc)})
 
     @app.exception_handler(NotFound)

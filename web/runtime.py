@@ -10,6 +10,7 @@ import threading
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from apscheduler.schedulers.background import BackgroundScheduler
 from sqlalchemy.orm import Session, sessionmaker
@@ -73,6 +74,9 @@ class ServerRuntime:
         self._intervals: dict[str, float] = {}
         self._scheduler: BackgroundScheduler | None = None
         self._threads: list[threading.Thread] = []
+        # Loops that run on their own thread while leading (the healer): name -> target(stop).
+        self.loops: dict[str, Callable[[threading.Event], None]] = {}
+        self.healer: Any = None  # the HealerRunner when the healer is on (the API wakes it)
         self._stop = threading.Event()
 
     def add(self, name: str, fn: Callable[[], object], interval_s: float) -> None:
@@ -116,6 +120,9 @@ class ServerRuntime:
                 )
             self._scheduler.start()
         self._threads = [self._stream_thread(src, self._stop) for src in self.streams]
+        self._threads += [
+            self._loop_thread(name, target, self._stop) for name, target in self.loops.items()
+        ]
         for thread in self._threads:
             thread.start()
 
@@ -133,6 +140,22 @@ class ServerRuntime:
                 source.run(emit, stop)
             except Exception:
                 log.exception("streaming source %s stopped on an error", name)
+
+        return threading.Thread(target=run, name=name, daemon=True)
+
+    def add_thread(self, name: str, target: Callable[[threading.Event], None]) -> None:
+        """Run `target(stop)` on its own thread while leading (a loop that returns on stop)."""
+        self.loops[name] = target
+
+    @staticmethod
+    def _loop_thread(
+        name: str, target: Callable[[threading.Event], None], stop: threading.Event
+    ) -> threading.Thread:
+        def run() -> None:
+            try:
+                target(stop)
+            except Exception:
+                log.exception("background loop %s stopped on an error", name)
 
         return threading.Thread(target=run, name=name, daemon=True)
 

@@ -1,12 +1,17 @@
-"""What the server runs periodically, chosen by settings: cluster sources and the correlator."""
+"""What the server runs periodically, chosen by settings: cluster sources, the correlator and
+the healer (observe mode unless its policy switches acting on)."""
 
 from __future__ import annotations
 
 import logging
+from typing import TYPE_CHECKING
 
 from timeline import queries
 from timeline.settings import Settings
 from web.runtime import ScheduledSource, ServerRuntime
+
+if TYPE_CHECKING:
+    from healer.jobs import HealerRunner
 
 log = logging.getLogger(__name__)
 
@@ -37,11 +42,29 @@ def configure_runtime(runtime: ServerRuntime, settings: Settings) -> None:
         wandb = build_wandb_source(settings, job_state=lambda j: _job_state(runtime, j))
         runtime.add_source(ScheduledSource(wandb, settings.wandb_interval_s))
         log.info("wandb source every %.0f s", settings.wandb_interval_s)
+    healer = _healer(runtime, settings)
     if settings.correlator_enabled:
         from correlator.jobs import run_correlator
 
-        runtime.add(
-            "correlator",
-            lambda: run_correlator(runtime.factory, settings),
-            settings.correlator_interval_s,
-        )
+        def correlate() -> None:
+            report = run_correlator(runtime.factory, settings)
+            changed = report is not None and (
+                report.incidents_opened or report.incidents_updated or report.incidents_resolved
+            )
+            if changed and healer is not None:
+                healer.wake.set()  # act on a new incident now, not at the next healer interval
+
+        runtime.add("correlator", correlate, settings.correlator_interval_s)
+
+
+def _healer(runtime: ServerRuntime, settings: Settings) -> HealerRunner | None:
+    if not settings.healer_enabled:
+        return None
+    from healer.jobs import build_runner
+
+    engine = runtime.factory.kw["bind"]
+    healer = build_runner(settings, factory=runtime.factory, engine=engine, fence=runtime.fence)
+    runtime.add_thread("healer", healer.loop)
+    runtime.healer = healer
+    log.info("healer on (%s)", settings.healer_policy_file or "default policy: observe only")
+    return healer

@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import os
+from typing import Any
 
 from collector.kubernetes.source import KubernetesSource, make_api_client
 from timeline.settings import Settings
 
-__all__ = ["KubernetesSource", "build_kubernetes_source", "make_api_client"]
+__all__ = ["KubernetesSource", "build_api_client", "build_kubernetes_source", "make_api_client"]
 
 
-def build_kubernetes_source(settings: Settings) -> KubernetesSource:
-    """The source as configured: an explicit host+token, else in-cluster config, else kubeconfig."""
+def build_api_client(settings: Settings) -> Any:
+    """An ApiClient as configured: an explicit host+token, else in-cluster config, else
+    kubeconfig (shared by the source and the healer)."""
     from kubernetes import client, config
 
     if settings.kubernetes_host:
@@ -32,6 +34,12 @@ def build_kubernetes_source(settings: Settings) -> KubernetesSource:
             config.load_kube_config(config_file=path, client_configuration=conf)
         conf.retries = 0
         api = client.ApiClient(conf)
+    return api
+
+
+def build_kubernetes_source(settings: Settings) -> KubernetesSource:
+    """The source as configured (see build_api_client for how it reaches the API server)."""
+    api = build_api_client(settings)
     return KubernetesSource(
         api,
         cluster=settings.kubernetes_cluster,

@@ -33,6 +33,7 @@ class RunStatus:
     host: str | None = None
     start_ts: float | None = None
     config_links: dict[str, str] = field(default_factory=dict)  # slurm_job_id, k8s_pod, ...
+    checkpoint_dir: str | None = None  # config `checkpoint_dir`: where the healer looks
     slurm_job_id: str | None = None  # written by wandb itself from SLURM_JOB_ID
     last_step: int | None = None
     last_step_ts: float | None = None
@@ -49,16 +50,20 @@ class RunStatus:
 
 
 LINK_KEYS = ("slurm_job_id", "SLURM_JOB_ID", "k8s_pod", "fleetmedic_job_id")
+CHECKPOINT_KEYS = ("checkpoint_dir", "fleetmedic_checkpoint_dir")
 
 
 def _note_config(status: RunStatus, key: str, value_json: str) -> None:
-    if key not in LINK_KEYS:
+    if key not in LINK_KEYS and key not in CHECKPOINT_KEYS:
         return
     try:
         value = json.loads(value_json)
     except ValueError:
         return
-    if isinstance(value, str | int) and str(value):
+    if key in CHECKPOINT_KEYS:
+        if isinstance(value, str) and value:
+            status.checkpoint_dir = value[:1024]
+    elif isinstance(value, str | int) and str(value):
         status.config_links[key] = str(value)
 
 

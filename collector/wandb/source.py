@@ -120,6 +120,7 @@ def _payload(status: RunStatus) -> dict[str, Any]:
         "exit_code": status.exit_code,
         "host": status.host,
         "start_ts": status.start_ts,
+        "checkpoint_dir": status.checkpoint_dir,  # the run's config names where it saves
     }
 
 
@@ -205,6 +206,8 @@ def status_from_api_run(run: Any) -> RunStatus:
     for key in ("fleetmedic_job_id", "k8s_pod", "slurm_job_id", "SLURM_JOB_ID"):
         if config.get(key):
             status.config_links[key] = str(config[key])
+    ckpt = config.get("checkpoint_dir") or config.get("fleetmedic_checkpoint_dir")
+    status.checkpoint_dir = str(ckpt)[:1024] if isinstance(ckpt, str) and ckpt else None
     step, ts = summary.get("_step"), summary.get("_timestamp")
     status.last_step = int(step) if isinstance(step, int | float) else None
     status.last_step_ts = float(ts) if isinstance(ts, int | float) else None

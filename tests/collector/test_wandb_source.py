@@ -69,6 +69,13 @@ def test_runs_are_linked_to_their_jobs_and_report_last_step(runs_root: Path) -> 
     assert source.health.total_parse_failures() == 0
 
 
+def test_a_runs_config_names_its_checkpoint_dir_for_the_healer(runs_root: Path) -> None:
+    obs = WandbSource([runs_root], stall_after_s=30 * MIN).collect()
+    progress = by_job(obs.events, EventKind.PROGRESS)
+    assert progress["ml-research/train-llama-0"].payload["checkpoint_dir"] == "/shared/ckpt/llama"
+    assert progress["4242"].payload["checkpoint_dir"] is None  # its config names none
+
+
 def test_killed_run_shows_the_steps_wandb_flushed_and_counts_as_running(runs_root: Path) -> None:
     source = WandbSource([runs_root], clock=lambda: 0.0)
     ev = by_job(source.collect().events, EventKind.PROGRESS)["777"]

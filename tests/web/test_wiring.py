@@ -62,3 +62,26 @@ def test_nothing_is_scheduled_when_every_source_is_off(settings: Settings) -> No
     app = create_app(settings, configure=configure_runtime)
     with TestClient(app):
         assert app.state.runtime.jobs == {} and app.state.runtime.streams == []
+
+
+@pytest.mark.parametrize("migrated_url", ["sqlite"], indirect=True)
+def test_the_healer_plans_in_observe_mode_right_after_the_correlator_opens_an_incident(
+    settings: Settings,
+) -> None:
+    from tests.web.test_actions_api import _batch
+
+    settings.healer_interval_s = 3600.0  # only the correlator's wake-up can make it run
+    app = create_app(settings, configure=configure_runtime)
+    agent = {"Authorization": "Bearer agent-secret-token"}
+    with TestClient(app) as client:
+        assert app.state.runtime.healer is not None
+        assert app.state.runtime.healer.fence == app.state.runtime.fence  # leader-only writes
+        # The first pass at start-up found nothing; the next one must come from the wake-up.
+        _wait(client, "/api/v1/actions", lambda _: app.state.runtime.healer.last is not None)
+        assert client.post("/api/v1/ingest", json=_batch(), headers=agent).status_code == 200
+        actions = _wait(client, "/api/v1/actions", lambda b: len(b) >= 3)
+    assert {(a["kind"], a["state"], a["mode"]) for a in actions} == {  # type: ignore[union-attr]
+        ("drain", "planned", "observe"),
+        ("recover", "planned", "observe"),
+        ("notify", "planned", "observe"),
+    }

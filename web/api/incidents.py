@@ -5,10 +5,13 @@ from __future__ import annotations
 from typing import Literal
 
 from fastapi import APIRouter, Depends, Request, Response
+from sqlalchemy.orm import Session
 
 from correlator import service as incidents
 from correlator.models import IdleFinding, IdleTotal, Incident
 from correlator.taxonomy import Category
+from healer import service as healer
+from healer.models import Action
 from web.api.params import IncidentIdPath, JobIdQuery, NodeQuery, limit_query
 from web.api.read import read_session, within_budget
 from web.auth import require_reader
@@ -36,10 +39,22 @@ async def list_incidents(
     return within_budget(request, response, rows)
 
 
+class IncidentDetail(Incident):
+    """An incident with the healer's actions on it."""
+
+    actions: list[Action] = []
+
+
 @router.get("/incidents/{incident_id}")
-async def get_incident(request: Request, incident_id: IncidentIdPath) -> Incident:
-    """One incident with its explanation, evidence and symptom event ids."""
-    return await read_session(request, lambda s: incidents.get_incident(s, incident_id=incident_id))
+async def get_incident(request: Request, incident_id: IncidentIdPath) -> IncidentDetail:
+    """One incident with its explanation, evidence, symptom event ids and healer actions."""
+
+    def read(s: Session) -> IncidentDetail:
+        inc = incidents.get_incident(s, incident_id=incident_id)
+        acts = healer.list_actions(s, incident_id=incident_id, limit=1000)
+        return IncidentDetail(**inc.model_dump(), actions=acts)
+
+    return await read_session(request, read)
 
 
 @router.get("/idle")

@@ -28,6 +28,8 @@ SinceQuery = Annotated[float | None, _time("UNIX seconds; default: the last hour
 UntilQuery = Annotated[float | None, _time("UNIX seconds (exclusive)")]
 JobIdPath = Annotated[str, Path(min_length=1, max_length=128, pattern=NAME_PATTERN)]
 IncidentIdPath = Annotated[int, Path(ge=1, le=INT64_MAX)]
+ActionIdPath = Annotated[int, Path(ge=1, le=INT64_MAX)]
+IdQuery = Annotated[int | None, Query(ge=1, le=INT64_MAX)]
 
 
 def limit_query(default: int, most: int) -> Any:

@@ -19,6 +19,7 @@ from fastapi.concurrency import run_in_threadpool
 from pydantic import BaseModel
 from sqlalchemy.orm import Session
 
+from healer import service as healer
 from timeline import db, fleet, queries
 from timeline.models import EventKind
 from web.api.params import (
@@ -117,7 +118,7 @@ async def jobs(
 
 @router.get("/jobs/{job_id}")
 async def job(request: Request, response: Response, job_id: JobIdPath) -> dict[str, Any]:
-    """One job with its events (as many as fit the response cap)."""
+    """One job with its events (as many as fit the response cap) and its lineage."""
     found = await read_session(request, lambda s: queries.get_job(s, job_id=job_id))
     if found is None:
         raise HTTPException(404, detail=f"no job {job_id!r}")
@@ -125,6 +126,10 @@ async def job(request: Request, response: Response, job_id: JobIdPath) -> dict[s
         request, lambda s: queries.events_in_window(s, job_id=job_id, limit=1000)
     )
     found["events"] = within_budget(request, response, events)
+    # Runs of this job the healer started again (requeue, resubmission), and where from.
+    found["lineage"] = await read_session(
+        request, lambda s: [x.model_dump() for x in healer.job_lineage(s, job_id=job_id)]
+    )
     return found
 
 

@@ -20,7 +20,7 @@ app = typer.Typer(
 
 # Each module defines register(app); imports stay lazy inside the commands so that
 # `fleetmedic agent` on a GPU node does not load the web server.
-_COMMAND_MODULES = ("server", "db", "bench", "demo", "agent", "explain")
+_COMMAND_MODULES = ("server", "db", "bench", "demo", "agent", "explain", "heal")
 
 
 def _version(value: bool) -> None:

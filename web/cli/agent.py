@@ -93,6 +93,8 @@ def _add_kmsg(b: _Built, *, node: str, settings: Settings, state_dir: Path) -> N
         kmsg_path=settings.agent_kmsg_path,
         state_path=state_dir / "kmsg-state.json",
         gpu_map=b.gpu_map,
+        fallback_file=settings.agent_kmsg_fallback_file,
+        poll_s=settings.agent_kmsg_poll_s,
     )
     b.streaming.append(src if b.gpus_listed is None else AfterGpuMap(src, b.gpus_listed))
 

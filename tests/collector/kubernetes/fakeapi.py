@@ -6,6 +6,11 @@ watch event per line (ADDED, MODIFIED, DELETED, BOOKMARK, ERROR) for every chang
 resourceVersion older than the compacted history gets HTTP 200 and one ERROR event holding a
 Status with code 410 (reason Expired), as a real API server sends; a bad token gets HTTP 401
 with a Status body. Objects served are the real-shaped JSON under tests/fixtures/k8s/.
+
+For the healer it also takes writes the way the API server does: GET/PATCH (JSON merge patch,
+RFC 7386) of a node, GET/DELETE of a pod and a list by labelSelector, GET/DELETE/POST of
+batch/v1 Jobs and kubeflow.org/v1 PyTorchJobs (404 NotFound, 409 AlreadyExists). Every write is
+kept in `writes` as (method, path, body) so tests assert the exact requests made.
 """
 
 from __future__ import annotations
@@ -35,6 +40,19 @@ def fixture(name: str) -> Any:
     return json.loads((FIXTURES / name).read_text())
 
 
+def merge_patch(target: Any, patch: Any) -> Any:
+    """RFC 7386 JSON merge patch: objects merge, null removes, anything else replaces."""
+    if not isinstance(patch, dict):
+        return patch
+    out = dict(target) if isinstance(target, dict) else {}
+    for key, value in patch.items():
+        if value is None:
+            out.pop(key, None)
+        else:
+            out[key] = merge_patch(out.get(key), value)
+    return out
+
+
 class _Dropped(Exception):
     """Raised inside a watch stream to cut the TCP connection mid-response."""
 
@@ -57,7 +75,24 @@ class FakeKubeAPI:
         self.port = 0
         self._server: uvicorn.Server | None = None
         self._thread: threading.Thread | None = None
-        self.app = Starlette(routes=[Route("/api/v1/{kind}", self._endpoint)])
+        self.workloads: dict[str, dict[str, Any]] = {}  # "jobs/ns/name" -> object
+        self.writes: list[tuple[str, str, Any]] = []
+        self.app = Starlette(
+            routes=[
+                Route("/api/v1/nodes/{name}", self._node, methods=["GET", "PATCH"]),
+                Route("/api/v1/namespaces/{ns}/pods", self._pods, methods=["GET"]),
+                Route("/api/v1/namespaces/{ns}/pods/{name}", self._pod, methods=["GET", "DELETE"]),
+                Route(
+                    "/apis/{group:path}/namespaces/{ns}/{plural}", self._workloads, methods=["POST"]
+                ),
+                Route(
+                    "/apis/{group:path}/namespaces/{ns}/{plural}/{name}",
+                    self._workload,
+                    methods=["GET", "DELETE"],
+                ),
+                Route("/api/v1/{kind}", self._endpoint),
+            ]
+        )
 
     @property
     def url(self) -> str:
@@ -65,6 +100,91 @@ class FakeKubeAPI:
         return f"http://127.0.0.1:{self.port}"
 
     # --- changing the cluster ---
+
+    # --- writes (the healer's calls) ---
+
+    def _authorized(self, request: Request) -> bool:
+        return request.headers.get("authorization") == f"Bearer {self.token}"
+
+    @staticmethod
+    def _status(code: int, reason: str, message: str) -> JSONResponse:
+        body = {
+            "kind": "Status",
+            "apiVersion": "v1",
+            "status": "Failure",
+            "message": message,
+            "reason": reason,
+            "code": code,
+        }
+        return JSONResponse(body, status_code=code)
+
+    async def _write_log(self, request: Request) -> Any:
+        body = json.loads(await request.body() or b"null")
+        if request.method != "GET":
+            path = request.url.path + (f"?{request.url.query}" if request.url.query else "")
+            self.writes.append((request.method, path, copy.deepcopy(body)))
+        return body
+
+    async def _node(self, request: Request) -> Response:
+        if not self._authorized(request):
+            return JSONResponse(fixture("status_401.json"), status_code=401)
+        name = request.path_params["name"]
+        body = await self._write_log(request)
+        node = self.objects["nodes"].get(f"/{name}")
+        if node is None:
+            return self._status(404, "NotFound", f'nodes "{name}" not found')
+        if request.method == "PATCH":
+            node = merge_patch(copy.deepcopy(node), body)
+            self.apply("nodes", node)
+        return JSONResponse(self.objects["nodes"][f"/{name}"])
+
+    async def _pods(self, request: Request) -> Response:
+        ns = request.path_params["ns"]
+        key, _, value = request.query_params.get("labelSelector", "").partition("=")
+        items = [
+            p
+            for k, p in self.objects["pods"].items()
+            if k.startswith(f"{ns}/")
+            and (not key or p["metadata"].get("labels", {}).get(key) == value)
+        ]
+        return JSONResponse(
+            {
+                "kind": "PodList",
+                "apiVersion": "v1",
+                "items": items,
+                "metadata": {"resourceVersion": str(self.rv)},
+            }
+        )
+
+    async def _pod(self, request: Request) -> Response:
+        ns, name = request.path_params["ns"], request.path_params["name"]
+        await self._write_log(request)
+        pod = self.objects["pods"].get(f"{ns}/{name}")
+        if pod is None:
+            return self._status(404, "NotFound", f'pods "{name}" not found')
+        if request.method == "DELETE":
+            self.delete("pods", pod)
+        return JSONResponse(pod)
+
+    async def _workloads(self, request: Request) -> Response:
+        ns, plural = request.path_params["ns"], request.path_params["plural"]
+        body = await self._write_log(request)
+        key = f"{plural}/{ns}/{body['metadata']['name']}"
+        if key in self.workloads:
+            return self._status(409, "AlreadyExists", f"{key} already exists")
+        body["metadata"].update(namespace=ns, uid=f"uid-{len(self.workloads) + 1}")
+        self.workloads[key] = body
+        return JSONResponse(body, status_code=201)
+
+    async def _workload(self, request: Request) -> Response:
+        ns, plural, name = (request.path_params[k] for k in ("ns", "plural", "name"))
+        await self._write_log(request)
+        obj = self.workloads.get(f"{plural}/{ns}/{name}")
+        if obj is None:
+            return self._status(404, "NotFound", f'{plural} "{name}" not found')
+        if request.method == "DELETE":
+            del self.workloads[f"{plural}/{ns}/{name}"]
+        return JSONResponse(obj)
 
     def _record(self, kind: str, etype: str, obj: Any, key: str | None) -> int:
         with self._lock:

@@ -10,6 +10,9 @@
 #
 # DIR defaults to $FLEETMEDIC_SLURM_DIR or /tmp/fleetmedic-slurm. Ports: the first free block of
 # 10 from 26800, 27800, ... so two clusters (or another Slurm) on one host do not collide.
+# FLEETMEDIC_SLURM_TIMING=default starts it with Slurm's own timing defaults (cred_expire 120 s,
+# sched_interval 60 s, bf_interval 30 s, KillWait 30 s), as users run it; the default here,
+# "fast", shortens those so the collector's tests wait less.
 set -uo pipefail
 
 CMD="${1:-}"
@@ -132,7 +135,14 @@ kill_our_leftovers() {
 }
 
 write_configs() {
-  local base="$1" host="$2"
+  local base="$1" host="$2" auth_extra="" timing
+  timing="KillWait=2
+SchedulerParameters=bf_interval=1,sched_interval=2"
+  if [ "${FLEETMEDIC_SLURM_TIMING:-fast}" = default ]; then
+    timing="# Slurm's default timing: no cred_expire, sched_interval, bf_interval or KillWait here"
+  else
+    auth_extra=",cred_expire=5"
+  fi
   local ctld=$((base + 17)) slurmd=$((base + 18)) dbd=$((base + 19)) db=$((base + 6))
   mkdir -p "$R"/{etc,munge,log,run,spool/ctld,spool/d,db,fakegpu,jobs}
   chmod 755 "$R" "$R/munge"  # munged: "execute permissions for all required"
@@ -144,7 +154,7 @@ SlurmUser=root
 SlurmctldPort=$ctld
 SlurmdPort=$slurmd
 AuthType=auth/munge
-AuthInfo=socket=$R/munge/munge.socket.2,cred_expire=5
+AuthInfo=socket=$R/munge/munge.socket.2$auth_extra
 StateSaveLocation=$R/spool/ctld
 SlurmdSpoolDir=$R/spool/d/%n
 SlurmctldPidFile=$R/run/slurmctld.pid
@@ -165,9 +175,8 @@ AccountingStoragePass=$R/munge/munge.socket.2
 AccountingStorageTRES=gres/gpu
 JobRequeue=1
 ReturnToService=2
-KillWait=2
 MailProg=/bin/true
-SchedulerParameters=bf_interval=1,sched_interval=2
+$timing
 NodeName=node[1-$NODES] NodeHostname=$host NodeAddr=127.0.0.1 Port=[$((base + 11))-$((base + 10 + NODES))] CPUs=8 RealMemory=8000 Gres=gpu:$GPUS State=UNKNOWN
 PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP
 EOF

@@ -11,12 +11,14 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeVar
 
 from collector.base import Observations
 from collector.slurm import SlurmSource, SubprocessRunner
 from timeline.models import Allocation, Event, Job, Node
 
 SCRIPT = Path(__file__).with_name("cluster.sh")
+T = TypeVar("T")
 
 
 def why_no_slurm() -> str | None:
@@ -28,6 +30,25 @@ def why_no_slurm() -> str | None:
     if shutil.which("slurmctld") is None and shutil.which("apt-get") is None:
         return "Slurm is not installed and apt-get is not available to install it"
     return None
+
+
+def cluster_or_skip(start: Callable[[], T]) -> T:
+    """start() a test cluster; skip loudly when this machine cannot run one, or fail instead
+    under REQUIRE_SLURM=1 (CI), naming the reason."""
+    import pytest
+
+    required = os.environ.get("REQUIRE_SLURM", "") == "1"
+    reason = why_no_slurm()
+    if reason:
+        if required:
+            pytest.fail(f"REQUIRE_SLURM=1 but no real Slurm can run here: {reason}")
+        pytest.skip(f"SKIPPED (no real Slurm): {reason}; CI runs these with REQUIRE_SLURM=1")
+    try:
+        return start()
+    except Exception as exc:  # a failed install or start: the reason is in the message
+        if required:
+            pytest.fail(f"REQUIRE_SLURM=1 but the Slurm test cluster did not start: {exc}")
+        pytest.skip(f"SKIPPED (Slurm test cluster did not start): {exc}")
 
 
 def _alive(pid: int) -> bool:
