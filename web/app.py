@@ -6,6 +6,7 @@ import hashlib
 import logging
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
+from pathlib import Path
 from urllib.parse import quote
 
 from fastapi import FastAPI, Request
@@ -13,16 +14,17 @@ from fastapi.responses import JSONResponse, PlainTextResponse, RedirectResponse,
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from sqlalchemy import text
 from starlette.middleware.sessions import SessionMiddleware
+from starlette.staticfiles import StaticFiles
 
 from timeline import __version__, db
 from timeline.errors import BatchTooLarge, NotFound, TimelineError
 from timeline.settings import Settings
-from web.api import incidents, ingest, read
+from web.api import heatmap, incidents, ingest, read
 from web.auth import TokenTable
 from web.leader import LeaderLock
 from web.logs import configure_logging
 from web.metrics import ServerMetrics
-from web.pages import fleet as fleet_page
+from web.pages import ROUTERS as PAGE_ROUTERS
 from web.pages import login as login_page
 from web.pages.templating import LoginRequired
 from web.runtime import ServerRuntime
@@ -30,6 +32,7 @@ from web.runtime import ServerRuntime
 log = logging.getLogger(__name__)
 
 Configure = Callable[[ServerRuntime, Settings], None]
+STATIC_DIR = Path(__file__).resolve().parent / "static"
 
 
 def _error_handlers(app: FastAPI) -> None:
@@ -105,7 +108,10 @@ def create_app(settings: Settings, *, configure: Configure | None = None) -> Fas
     app.include_router(ingest.router)
     app.include_router(read.router)
     app.include_router(incidents.router)
-    app.include_router(fleet_page.router)
+    app.include_router(heatmap.router)
+    for router in PAGE_ROUTERS:
+        app.include_router(router)
+    app.mount("/assets", StaticFiles(directory=STATIC_DIR), name="assets")
 
     @app.get("/healthz", include_in_schema=False)
     def healthz() -> PlainTextResponse:

@@ -45,3 +45,13 @@ def configure_runtime(runtime: ServerRuntime, settings: Settings) -> None:
             lambda: run_correlator(runtime.factory, settings),
             settings.correlator_interval_s,
         )
+    if settings.notify_enabled:
+        from web.notify.jobs import build_notifier, run_notifier
+
+        notifier = build_notifier(runtime.factory, settings)
+        # fence: the leadership check of issue #13 goes here; one leader per database today.
+        runtime.add(
+            "notifier", lambda: run_notifier(notifier, fence=None), settings.notify_interval_s
+        )
+        log.info("notifier every %.0f s on %d routes", settings.notify_interval_s,
+                 len(notifier.config.routes))  # fmt: skip

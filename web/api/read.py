@@ -11,7 +11,7 @@ from fastapi import APIRouter, Depends, HTTPException, Query, Request
 from fastapi.concurrency import run_in_threadpool
 from sqlalchemy.orm import Session
 
-from timeline import fleet, queries
+from timeline import queries
 from timeline.models import EventKind
 from web.auth import require_reader
 
@@ -87,9 +87,10 @@ async def job(request: Request, job_id: str) -> dict[str, Any]:
 @router.get("/fleet")
 async def fleet_state(request: Request) -> list[dict[str, Any]]:
     """Every node and GPU classified busy / idle_allocated / free / failing / stale."""
+    from web.fleetstate import classified_fleet
+
     settings = request.app.state.settings
     views = await read_session(
-        request,
-        lambda s: fleet.fleet_view(s, now=time.time(), idle_threshold=settings.idle_util_threshold),
+        request, lambda s: classified_fleet(s, settings=settings, now=time.time())
     )
     return [dataclasses.asdict(v) for v in views]

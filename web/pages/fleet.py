@@ -1,21 +1,20 @@
-"""The fleet page: a grid of GPUs by node, colored by state, with a utilization heatmap."""
+"""The fleet page: header counts, a compact canvas grid by group, filters, and a heatmap."""
 
 from __future__ import annotations
 
 import time
-from collections import Counter
 from functools import lru_cache
 from typing import Any
 
-import plotly.graph_objects as go
-from fastapi import APIRouter, Depends, Request
-from fastapi.concurrency import run_in_threadpool
+from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import HTMLResponse, Response
 
 from correlator import service as incidents
-from timeline import fleet, queries
-from timeline.fleet import GpuState, NodeView
+from timeline.fleet import GpuState, NodeView, count_states
+from web import healerview
+from web.api.read import read_session
 from web.auth import Principal
+from web.fleetstate import STATE_CODES, FleetFilter, apply_filter, classified_fleet
 from web.pages.templating import page_viewer, render
 
 router = APIRouter(include_in_schema=False)
@@ -43,60 +42,90 @@ def _plotly_js() -> str:
     return get_plotlyjs()
 
 
-def utilization_heatmap(nodes: list[NodeView]) -> str:
-    """A Plotly heatmap of GPU utilization, node by GPU index, as an HTML fragment."""
-    width = max((len(n.gpus) for n in nodes), default=0)
-    z = [[g.util_gpu for g in n.gpus] + [None] * (width - len(n.gpus)) for n in nodes]
-    text = [[f"{g.state.value} {g.job_id or ''}" for g in n.gpus] for n in nodes]
-    fig = go.Figure(
-        go.Heatmap(
-            z=z,
-            x=[f"GPU {i}" for i in range(width)],
-            y=[n.name for n in nodes],
-            text=text,
-            zmin=0,
-            zmax=100,
-            colorscale="Viridis",
-            colorbar={"title": "util %"},
-            hovertemplate="%{y} %{x}<br>util %{z}%<br>%{text}<extra></extra>",
-        )
-    )
-    fig.update_layout(
-        height=max(240, 26 * len(nodes) + 80),
-        margin={"l": 110, "r": 20, "t": 10, "b": 40},
-        yaxis={"autorange": "reversed"},
-    )
-    return str(fig.to_html(include_plotlyjs=False, full_html=False, div_id="util-heatmap"))
+def grid_payload(nodes: list[NodeView]) -> dict[str, Any]:
+    """The grid as compact arrays the page's canvas script draws (a few bytes per GPU).
 
-
-def _page_data(request: Request) -> dict[str, Any]:
-    settings = request.app.state.settings
-    now = time.time()
-    with request.app.state.session_factory() as session:
-        nodes = fleet.fleet_view(session, now=now, idle_threshold=settings.idle_util_threshold)
-        events = queries.events_in_window(session, since=now - 3600, limit=25, newest_first=True)
-        open_incidents = incidents.list_incidents(session, state="open", limit=50)
-        idle_by_user = incidents.idle_totals(session, by="user", state="open")
-    counts = Counter(g.state for n in nodes for g in n.gpus)
+    Each node is [name, group index, drained (0 no, 1 by a person, 2 by us), state letters,
+    utilizations (-1 unknown), job refs (-1 none)]; jobs are [job id, user].
+    """
+    groups: dict[str, int] = {}
+    jobs: dict[str, int] = {}
+    job_rows: list[list[str]] = []
+    rows: list[list[Any]] = []
+    for n in nodes:
+        gi = groups.setdefault(n.group, len(groups))
+        refs = []
+        for g in n.gpus:
+            if g.job_id is None:
+                refs.append(-1)
+                continue
+            if g.job_id not in jobs:
+                jobs[g.job_id] = len(job_rows)
+                job_rows.append([g.job_id, g.user or ""])
+            refs.append(jobs[g.job_id])
+        drained = 2 if n.drained_by_us else 1 if n.drained else 0
+        states = "".join(STATE_CODES[g.state] for g in n.gpus)
+        utils = [-1 if g.util_gpu is None else round(g.util_gpu) for g in n.gpus]
+        indexes = [g.index if g.index is not None else i for i, g in enumerate(n.gpus)]
+        rows.append([n.name, gi, drained, states, utils, refs, indexes])
     return {
-        "nodes": nodes,
-        "counts": [(s, STATE_LABELS[s], STATE_COLORS[s], counts.get(s, 0)) for s in GpuState],
+        "groups": list(groups),
+        "nodes": rows,
+        "jobs": job_rows,
+        "colors": {STATE_CODES[s]: c for s, c in STATE_COLORS.items()},
+        "labels": {STATE_CODES[s]: lbl for s, lbl in STATE_LABELS.items()},
+    }
+
+
+def _header(nodes: list[NodeView], session: Any) -> dict[str, Any]:
+    counts = count_states(nodes)
+    drained_ours = sum(1 for n in nodes if n.drained_by_us)
+    drained_people = sum(1 for n in nodes if n.drained and not n.drained_by_us)
+    header: dict[str, Any] = {
         "total": sum(counts.values()),
-        "colors": STATE_COLORS,
-        "labels": STATE_LABELS,
-        "events": events,
-        "incidents": open_incidents,
-        "idle_by_user": idle_by_user,
-        "heatmap": utilization_heatmap(nodes) if nodes else "",
-        "refresh_s": settings.page_refresh_s,
+        "states": [(s, STATE_LABELS[s], STATE_COLORS[s], counts[s]) for s in GpuState],
+        "drained_ours": drained_ours,
+        "drained_people": drained_people,
+        "healer": healerview.available(),
+    }
+    if header["healer"]:
+        header["breaker"] = healerview.breaker_state(session)
+        header["in_remediation"] = len(healerview.list_actions(session, state="running"))
+    return header
+
+
+def fleet_data(session: Any, *, settings: Any, flt: FleetFilter, now: float) -> dict[str, Any]:
+    """Everything the fleet page shows."""
+    everything = classified_fleet(session, settings=settings, now=now)
+    nodes, options = apply_filter(everything, flt)
+    return {
+        "header": _header(nodes, session),
+        "grid": grid_payload(nodes),
+        "gpu_count": sum(len(n.gpus) for n in nodes),
+        "flt": flt,
+        "plotly": True,
+        "options": {k: sorted(v) for k, v in vars(options).items()},
+        "incidents": incidents.list_incidents(session, state="open", limit=20),
         "now": now,
     }
 
 
 @router.get("/", response_class=HTMLResponse)
-async def fleet_grid(request: Request, principal: Principal = Depends(page_viewer)) -> Response:
-    """The fleet grid page."""
-    data = await run_in_threadpool(_page_data, request)
+async def fleet_page(
+    request: Request,
+    partition: str = Query("", max_length=128),
+    user: str = Query("", max_length=128),
+    account: str = Query("", max_length=128),
+    model: str = Query("", max_length=128),
+    principal: Principal = Depends(page_viewer),
+) -> Response:
+    """The fleet page."""
+    settings = request.app.state.settings
+    flt = FleetFilter(partition, user, account, model)
+    data = await read_session(
+        request, lambda s: fleet_data(s, settings=settings, flt=flt, now=time.time())
+    )
+    data["refresh_s"] = settings.page_refresh_s
     return render(request, "fleet.html.jinja", data, principal=principal)
 
 

@@ -15,10 +15,12 @@ from fastapi.templating import Jinja2Templates
 from starlette.responses import Response
 
 from web import auth
+from web.pages import filters
 
 templates = Jinja2Templates(directory=str(Path(__file__).resolve().parent.parent / "templates"))
 templates.env.autoescape = True
 templates.env.filters["clock"] = lambda ts: time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(ts))
+filters.register(templates.env)
 
 
 def render(
