@@ -11,7 +11,7 @@ from urllib.parse import quote
 
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, PlainTextResponse, RedirectResponse, Response
-from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 from sqlalchemy import text
 from starlette.middleware.sessions import SessionMiddleware
 from starlette.staticfiles import StaticFiles
@@ -21,6 +21,7 @@ from timeline.errors import BatchTooLarge, NotFound, TimelineError
 from timeline.settings import Settings
 from web.api import heatmap, incidents, ingest, read
 from web.auth import TokenTable
+from web.fleetmetrics import DashboardCollector
 from web.leader import LeaderLock
 from web.logs import configure_logging
 from web.metrics import ServerMetrics
@@ -53,8 +54,15 @@ def _error_handlers(app: FastAPI) -> None:
         return JSONResponse(status_code=400, content={"detail": str(exc)})
 
 
-def create_app(settings: Settings, *, configure: Configure | None = None) -> FastAPI:
+def create_app(
+    settings: Settings,
+    *,
+    configure: Configure | None = None,
+    registry: CollectorRegistry | None = None,
+) -> FastAPI:
     """Build the app; `configure` adds periodic jobs (cluster sources, correlator).
+
+    `registry` is where /metrics reads from (a fresh one per app unless given).
 
     A malformed token setting is a ValueError here, before anything is served (fail closed).
     """
@@ -92,7 +100,8 @@ def create_app(settings: Settings, *, configure: Configure | None = None) -> Fas
     app.state.engine = engine
     app.state.session_factory = factory
     app.state.write_lock = db.write_lock(engine)
-    app.state.metrics = ServerMetrics()
+    app.state.metrics = ServerMetrics(registry)
+    app.state.metrics.registry.register(DashboardCollector(factory, settings))
     app.state.runtime = runtime
     app.state.leader = leader
     app.add_middleware(
