@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import BigInteger, Integer, and_, cast, func, or_, select
+from sqlalchemy import BigInteger, and_, cast, func, or_, select
 from sqlalchemy.orm import Session
 
 from timeline import tables as t
@@ -18,8 +18,8 @@ FAULT_KINDS = ("xid", "sxid", "gpu_lost", "ecc", "row_remap", "gsp", "pcie_aer",
 
 
 def _bucket(ts_col: Any, bucket_s: int) -> Any:
-    # Integer division on both backends (SQLite: int/int; PostgreSQL: bigint/int).
-    return cast(ts_col, BigInteger) / cast(bucket_s, Integer)
+    # SQLAlchemy 2's `//` is floor division on both backends (its `/` is true division).
+    return cast(ts_col, BigInteger) // bucket_s
 
 
 def gpu_series(

@@ -20,7 +20,7 @@ def ms(ts: float) -> float:
 def _layout(height: int, **extra: Any) -> dict[str, Any]:
     base = {
         "height": height,
-        "margin": {"l": 60, "r": 20, "t": 30, "b": 40},
+        "margin": {"l": 110, "r": 20, "t": 30, "b": 40},
         "xaxis": {"type": "date"},
         "legend": {"orientation": "h"},
     }
