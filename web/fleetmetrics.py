@@ -83,7 +83,9 @@ def _notify_families(session: Session) -> list[Metric]:
         labels=["sink", "status"],
     )
     failures = CounterMetricFamily(
-        "fleetmedic_notification_failures", "Failed delivery attempts by sink", labels=["sink"]
+        "fleetmedic_notification_failures",
+        "Failed delivery attempts by sink (each after its in-pass retries)",
+        labels=["sink"],
     )
     by_sink: dict[str, int] = {}
     for sink, status, n, failed in notify.counts(session):

@@ -210,16 +210,17 @@ class Notifier:
 
     def run_once(self, *, fence: Fence | None = None, now: float | None = None) -> NotifyReport:
         """Plan new changes, send what is due, re-send open Alertmanager alerts."""
-        now = time.time() if now is None else now
+        started = time.time()  # incidents' updated_ts is wall clock: so is the cursor
+        now = started if now is None else now
         report = NotifyReport()
-        since = self.cursor if self.cursor is not None else now - FIRST_LOOKBACK_S
+        since = self.cursor if self.cursor is not None else started - FIRST_LOOKBACK_S
         with unit_of_work(self.factory) as session:
             if fence is not None:
                 fence(session)
             report.planned = plan_pass(
                 session, config=self.config, settings=self.settings, since=since - 5.0, now=now
             )
-        self.cursor = now
+        self.cursor = started
         with self.factory() as session:
             pending = service.due(session, now=now)
             resend = service.resend_due(
