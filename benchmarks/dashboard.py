@@ -14,7 +14,6 @@ import argparse
 import contextlib
 import os
 import random
-import statistics
 import tempfile
 import time
 from collections.abc import Callable
@@ -48,7 +47,7 @@ def _seed_fleet(
 ) -> dict[str, Any]:
     nodes = max(gpus // 8, 1)
     names = [f"gpu-{n:05d}" for n in range(nodes)]
-    node_rows = [
+    node_rows: list[dict[str, Any]] = [
         {
             "name": n,
             "scheduler": "slurm",
@@ -145,7 +144,7 @@ def _seed_samples(
 
 
 def _seed_findings(factory: sessionmaker[Session], fleet: dict[str, Any], now: float) -> None:
-    gpus, names = fleet["gpus"], fleet["names"]
+    gpus = fleet["gpus"]
     events, incidents, idle = [], [], []
     for k, g in enumerate(gpus[:: max(len(gpus) // 500, 1)]):
         events.append(
@@ -191,7 +190,7 @@ def _seed_findings(factory: sessionmaker[Session], fleet: dict[str, Any], now: f
             }
         )
     _insert(factory, ct.incidents, incidents)
-    for k, job in enumerate(fleet["jobs"][::10]):
+    for job in fleet["jobs"][::10]:
         idle.append(
             {
                 "state": "open",

@@ -72,10 +72,21 @@ def _ingest_fleet(client: TestClient, auth: dict[str, str]) -> None:
     assert r.status_code == 200, r.text
 
 
+def _correlate(client: TestClient) -> None:
+    from correlator.flows import correlate_once
+
+    app = client.app
+    correlate_once(app.state.session_factory, settings=app.state.settings)  # type: ignore[attr-defined]
+
+
 def test_fleet_api_classifies_busy_idle_free_and_failing(
     client: TestClient, auth: dict[str, str]
 ) -> None:
     _ingest_fleet(client, auth)
+    before = client.get("/api/v1/fleet").json()
+    # The Xid 79 alone paints nothing: failing means an open incident blames the GPU.
+    assert [g["state"] for g in before[0]["gpus"]][3] == "free"
+    _correlate(client)
     nodes = client.get("/api/v1/fleet").json()
     states = {g["index"]: (g["state"], g["job_id"]) for g in nodes[0]["gpus"]}
     assert states == {
@@ -100,12 +111,21 @@ def test_read_endpoints_return_ingested_rows(client: TestClient, auth: dict[str,
 
 def test_fleet_page_renders_grid_and_heatmap(client: TestClient, auth: dict[str, str]) -> None:
     _ingest_fleet(client, auth)
+    _correlate(client)
     page = client.get("/")
     assert page.status_code == 200
     html = page.text
-    assert html.count('class="gpu"') == 4
-    assert 'data-state="failing"' in html and 'data-state="idle_allocated"' in html
-    assert "util-heatmap" in html and "fallen off the bus" in html
+    import json
+    import re
+
+    found = re.search(r'id="grid-data">(.*?)</script>', html, re.S)
+    assert found is not None and 'data-gpus="4"' in html
+    grid = json.loads(found.group(1))
+    assert [n[0] for n in grid["nodes"]] == ["gpu-node-01"] and grid["nodes"][0][3] == "bifx"
+    assert 'id="heatmap" data-src="/api/v1/fleet/heatmap?hours=1"' in html
+    assert "fallen off the bus" in html
+    heat = client.get("/api/v1/fleet/heatmap").json()
+    assert heat["nodes"] == ["gpu-node-01"]
     assert client.get("/static/plotly.min.js").text.startswith("/**")
 
 
