@@ -37,29 +37,3 @@ def client(settings: Settings) -> Iterator[TestClient]:
 def auth() -> dict[str, str]:
     """Headers of a known agent."""
     return {"Authorization": f"Bearer {AGENT_TOKEN}"}
-
-
-@pytest.fixture()
-def live_server(settings: Settings) -> Iterator[str]:
-    """A real uvicorn server on a free loopback port, in a thread; yields its base URL."""
-    import socket
-    import threading
-    import time
-
-    import uvicorn
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    server = uvicorn.Server(
-        uvicorn.Config(create_app(settings), host="127.0.0.1", port=port, log_level="warning")
-    )
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 20
-    while not server.started and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert server.started, "uvicorn did not start"
-    yield f"http://127.0.0.1:{port}"
-    server.should_exit = True
-    thread.join(10)

@@ -4,18 +4,15 @@ resolve, a viewer sees no approve button, and each page is saved as a screenshot
 
 from __future__ import annotations
 
-import socket
-import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-import uvicorn
 from sqlalchemy.orm import Session, sessionmaker
 
 from tests.helpers.browser import artifacts_dir, browser
+from tests.helpers.services import serve_app
 from tests.web.seed import HOSTILE_JOB, Seeded, seed
 from timeline.settings import Settings
 from web.app import create_app
@@ -36,21 +33,8 @@ def site(
         api_tokens=[VIEWER, ADMIN],
     )  # type: ignore[list-item]
     fleet = seed(session_factory, settings, nodes=12, history_s=1800)
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    server = uvicorn.Server(
-        uvicorn.Config(create_app(settings), host="127.0.0.1", port=port, log_level="warning")
-    )
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 20
-    while not server.started and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert server.started
-    yield f"http://127.0.0.1:{port}", fleet
-    server.should_exit = True
-    thread.join(10)
+    with serve_app(create_app(settings)) as base:
+        yield base, fleet
 
 
 def _login(page: Any, base: str, token: str) -> None:
