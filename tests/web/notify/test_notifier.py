@@ -19,7 +19,7 @@ from timeline.settings import Settings
 from web.app import create_app
 from web.notify import service as notify
 from web.notify.fakes import HttpReceiver
-from web.notify.flows import Notifier
+from web.notify.flows import Notifier, RateLimiter
 from web.notify.jobs import build_sinks
 from web.notify.routing import parse_config
 
@@ -128,3 +128,44 @@ def test_a_fence_that_refuses_records_nothing_as_sent(
         assert rx.received == []
     with session_factory() as s:
         assert notify.list_deliveries(s) == []
+
+
+@pytest.mark.parametrize("migrated_url", ["sqlite"], indirect=True)
+def test_idle_nudges_are_off_by_default_and_reach_the_owner_once_when_on(
+    session_factory: sessionmaker[Session], migrated_url: str, tmp_path: Path
+) -> None:
+    settings = Settings(database_url=migrated_url, data_dir=tmp_path, idle_min_duration_s=600)
+    fleet = seed(session_factory, settings, nodes=8, history_s=1500)
+    config = {
+        "owners": {"enabled": True, "sink": "slack"},
+        "users": {fleet.idle_user: {"slack": "/carol"}},
+    }
+    with HttpReceiver() as rx, httpx.Client() as client:
+        config["users"][fleet.idle_user]["slack"] = rx.url + "/carol"  # type: ignore[index]
+        off = Notifier(
+            session_factory,
+            settings,
+            parse_config(config, settings=settings),
+            build_sinks(settings, client),
+        )
+        off.run_once()
+        assert not [r for r in rx.received if r.body["text"].startswith("Idle GPU")]
+        on_settings = settings.model_copy(update={"notify_idle_nudge_hours": 0.1})
+        on = Notifier(
+            session_factory,
+            on_settings,
+            parse_config(config, settings=on_settings),
+            build_sinks(on_settings, client),
+        )
+        on.run_once()
+        on.run_once()
+        nudges = [r for r in rx.received if r.body["text"].startswith("Idle GPU")]
+    assert len(nudges) == 1 and nudges[0].path == "/carol"  # one message for carol's GPUs
+
+
+def test_a_route_over_its_rate_limit_defers_the_rest_to_a_later_pass() -> None:
+    limiter = RateLimiter(per_minute=2)
+    assert limiter.allow("r", 100.0) and limiter.allow("r", 101.0)
+    assert not limiter.allow("r", 130.0)  # third in the same minute waits
+    assert limiter.allow("other", 130.0)  # limits are per route
+    assert limiter.allow("r", 161.0)  # the first one aged out
