@@ -68,10 +68,8 @@ def _healer_families(session: Session) -> list[Metric]:
         return out
     for (kind, result), n in sorted(healerview.action_counts(session).items()):
         actions.add_metric([kind, result], n)
-    breaker = healerview.breaker_state(session)
-    state = getattr(breaker, "state", breaker)
     gauge = GaugeMetricFamily("fleetmedic_healer_breaker_open", "1 while the breaker is open")
-    gauge.add_metric([], 1.0 if str(state).lower() == "open" else 0.0)
+    gauge.add_metric([], 1.0 if healerview.breaker_label(session) == "open" else 0.0)
     out.append(gauge)
     return out
 

@@ -1,13 +1,15 @@
-"""What the pages and /metrics read of the healer, when the healer is built.
+"""What the pages, alerts and /metrics read of the healer, when the healer is built.
 
-The healer (issue #9) provides keyword-only functions in `healer.service`. Until they exist the
-pages say "the healer is not enabled" and /metrics leaves the healer's families empty: this
-module is the one place that knows whether they are there.
+The healer (issue #9) provides keyword-only functions in `healer.service` (list_actions,
+get_breaker, held_nodes, action_counts, list_audit, approve, reject, list_notices,
+mark_notice_sent). Until they exist the pages say "the healer is not enabled" and /metrics
+leaves the healer's families empty: this module is the one place that knows whether they are.
 """
 
 from __future__ import annotations
 
 import importlib
+import time
 from types import ModuleType
 from typing import Any
 
@@ -42,19 +44,46 @@ def list_actions(session: Session, **filters: Any) -> list[Any]:
     return list(_call("list_actions", session, [], **filters))
 
 
-def breaker_state(session: Session) -> Any:
-    """The blast-radius breaker, or None when there is no healer."""
-    return _call("breaker_state", session, None)
+def audit(session: Session, *, action_id: int) -> list[Any]:
+    """Every command or API call one action made."""
+    return list(_call("list_audit", session, [], action_id=action_id))
+
+
+def breaker(session: Session) -> Any:
+    """The blast-radius breaker (None without a healer)."""
+    return _call("get_breaker", session, None)
+
+
+def breaker_label(session: Session) -> str | None:
+    """ "open" (tripped: no more drains until an admin resets it) or "closed"; None: no healer."""
+    state = breaker(session)
+    if state is None:
+        return None
+    return "open" if getattr(state, "tripped", False) else "closed"
 
 
 def nodes_kept_out(session: Session) -> list[Any]:
-    """Nodes the healer keeps out of service."""
-    return list(_call("nodes_kept_out", session, []))
+    """Nodes the healer took out and still holds."""
+    return list(_call("held_nodes", session, []))
 
 
 def action_counts(session: Session) -> dict[tuple[str, str], int]:
     """Actions by (kind, result), for /metrics."""
-    return dict(_call("action_counts", session, {}))
+    out: dict[tuple[str, str], int] = {}
+    for row in _call("action_counts", session, []):
+        key = (str(row.action), str(row.result))
+        out[key] = out.get(key, 0) + int(row.count)
+    return out
+
+
+def owner_notices(session: Session, *, limit: int = 500) -> list[Any]:
+    """The healer's "tell the owner / on-call" messages not yet handed to the notifier."""
+    return list(_call("list_notices", session, [], unsent=True, limit=limit))
+
+
+def notice_handed_over(session: Session, *, notice_id: int, ts: float) -> None:
+    """Record that the notifier took a healer message (it is then sent once, by the notifier)."""
+    _call("mark_notice_sent", session, None, notice_id=notice_id, ts=ts)
 
 
 def decide(factory: sessionmaker[Session], *, action_id: int, approve: bool, by: str) -> None:
@@ -62,6 +91,6 @@ def decide(factory: sessionmaker[Session], *, action_id: int, approve: bool, by:
     svc = _service()
     if svc is None:
         raise RuntimeError(NOT_ENABLED)
-    fn = getattr(svc, "approve_action" if approve else "reject_action")
+    fn = getattr(svc, "approve" if approve else "reject")
     with unit_of_work(factory) as session:
-        fn(session, action_id=action_id, by=by)
+        fn(session, action_id=action_id, by=by, now=time.time())

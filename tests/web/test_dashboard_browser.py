@@ -4,6 +4,7 @@ resolve, a viewer sees no approve button, and each page is saved as a screenshot
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -104,3 +105,52 @@ def test_every_page_in_chromium_filters_links_and_screenshots(site: tuple[str, S
             assert answer.status == 200, href
         assert not errors, errors
     assert (shots / "fleet.png").stat().st_size > 20_000
+
+
+def _planned_action(factory: sessionmaker[Session], fleet: Seeded) -> int:
+    """A drain waiting for approval, through the healer's own service."""
+    import importlib
+
+    from timeline.db import unit_of_work
+
+    models = importlib.import_module("healer.models")
+    service = importlib.import_module("healer.service")
+    action = models.Action(
+        key=f"test-drain-{fleet.failing_incident}",
+        kind="drain",
+        mode="approval",
+        scheduler="slurm",
+        node=fleet.nodes[0],
+        incident_id=fleet.failing_incident,
+        reason="fleetmedic: Xid 79",
+    )
+    with unit_of_work(factory) as s:
+        assert service.insert_action(s, action=action, now=time.time())
+    return int(action.id)
+
+
+@pytest.mark.parametrize("migrated_url", ["sqlite"], indirect=True)
+def test_an_admin_approves_a_planned_action_and_a_viewer_sees_no_button(
+    site: tuple[str, Seeded], session_factory: sessionmaker[Session]
+) -> None:
+    from web import healerview
+
+    if not healerview.available():
+        pytest.skip("SKIPPED (healer not merged yet): approve/reject needs healer.service")
+    base, fleet = site
+    action_id = _planned_action(session_factory, fleet)
+    page_path = f"/incidents/{fleet.failing_incident}"
+    with browser() as b:
+        viewer = b.new_page()
+        _login(viewer, base, VIEWER)
+        viewer.goto(base + page_path)
+        assert viewer.locator(f"tr[data-action='{action_id}']").count() == 1
+        assert viewer.locator("button.approve").count() == 0
+        admin = b.new_context().new_page()
+        _login(admin, base, ADMIN)
+        admin.goto(base + page_path)
+        admin.click(f"tr[data-action='{action_id}'] button.approve")
+        admin.wait_for_url(base + page_path)
+        state = admin.locator(f"tr[data-action='{action_id}'] td").nth(3).inner_text()
+        admin.screenshot(path=str(artifacts_dir() / "incident-approved.png"), full_page=True)
+    assert state == "approved"

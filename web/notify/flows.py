@@ -21,6 +21,7 @@ from correlator.models import IdleFinding, Incident, IncidentState
 from timeline import queries
 from timeline.db import unit_of_work
 from timeline.settings import Settings
+from web import healerview
 from web.notify import service
 from web.notify.base import Sink, send_with_retries
 from web.notify.models import Delivery, Notice, change_of, severity
@@ -160,6 +161,44 @@ def _targets(
     return out
 
 
+def _healer_notices(
+    session: Session, *, config: NotifyConfig, settings: Settings, now: float
+) -> list[tuple[Notice, str, str, str]]:
+    """The healer's "tell the owner / on-call" messages, handed over once (marked sent there).
+
+    An owner nobody can reach gets a failed delivery row, so the page shows who was not told.
+    """
+    out: list[tuple[Notice, str, str, str]] = []
+    base = settings.notify_base_url.rstrip("/")
+    for h in healerview.owner_notices(session):
+        link = f"{base}/incidents/{h.incident_id}" if h.incident_id else f"{base}/remediation"
+        n = Notice(
+            subject_key=f"healer:{h.id}",
+            incident_id=h.incident_id,
+            change="notice",
+            title=str(h.subject)[:500],
+            text=str(h.body),
+            severity="warning",
+            jobs=[h.job_id] if h.job_id else [],
+            users=[h.recipient],
+            url=link,
+            opened_ts=h.ts,
+            group_key=f"healer|{h.key}"[:255],
+        )
+        if h.kind == "owner":
+            target = config.owner_target(h.recipient)
+            if target is None:
+                row = _row(n, OWNER_ROUTE, "none", str(h.recipient), now)
+                row.update(status="failed", last_error=f"no contact for user {h.recipient!r}")
+                service.plan(session, rows=[row])
+            else:
+                out.append((n, OWNER_ROUTE, *target))
+        else:
+            out += [(n, r.name, r.sink, r.to) for r in config.routes]
+        healerview.notice_handed_over(session, notice_id=int(h.id), ts=now)
+    return out
+
+
 def plan_pass(
     session: Session, *, config: NotifyConfig, settings: Settings, since: float, now: float
 ) -> int:
@@ -181,6 +220,7 @@ def plan_pass(
                 notices.append(
                     (idle_notice(f, base_url=settings.notify_base_url), OWNER_ROUTE, *target)
                 )
+    notices += _healer_notices(session, config=config, settings=settings, now=now)
     have = service.known(session, subjects=[n.subject_key for n, *_ in notices])
     told = {(s, r, to) for s, r, to, _ in have}
     rows = []

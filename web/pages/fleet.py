@@ -89,8 +89,9 @@ def _header(nodes: list[NodeView], session: Any) -> dict[str, Any]:
         "healer": healerview.available(),
     }
     if header["healer"]:
-        header["breaker"] = healerview.breaker_state(session)
-        header["in_remediation"] = len(healerview.list_actions(session, state="running"))
+        header["breaker"] = healerview.breaker_label(session)
+        live = healerview.list_actions(session, state=["approved", "running"], limit=5000)
+        header["in_remediation"] = len({a.node for a in live if a.node})
     return header
 
 

@@ -147,11 +147,17 @@ async def decide_action(
     """An admin approves or rejects a planned action (CSRF-checked like every page POST)."""
     if not healerview.available():
         raise HTTPException(409, detail=healerview.NOT_ENABLED)
-    factory = request.app.state.session_factory
-    await run_in_threadpool(
-        lambda: healerview.decide(
-            factory, action_id=action_id, approve=decision == "approve", by=principal.name
-        )
-    )
+    factory, lock = request.app.state.session_factory, request.app.state.write_lock
+
+    def run() -> None:
+        with lock:  # SQLite serializes writers; the lock keeps page writes off ingest's back
+            healerview.decide(
+                factory, action_id=action_id, approve=decision == "approve", by=principal.name
+            )
+
+    await run_in_threadpool(run)
+    healer = getattr(request.app.state.runtime, "healer", None)
+    if healer is not None:  # wake the healer so an approved action runs now
+        healer.wake.set()
     target = back if back.startswith("/") and not back.startswith("//") else "/remediation"
     return RedirectResponse(target, status_code=303)

@@ -43,7 +43,8 @@ def remediation_data(session: Session) -> dict[str, Any]:
         "pending": by_state.get("planned", []),
         "ttr_p50": recover[len(recover) // 2] if recover else None,
         "kept_out": healerview.nodes_kept_out(session),
-        "breaker": healerview.breaker_state(session),
+        "breaker": healerview.breaker(session),
+        "breaker_label": healerview.breaker_label(session),
     }
 
 
