@@ -14,7 +14,7 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
-from timeline import queries
+from timeline import history, queries
 
 # Node labels that name a group worth showing the grid by, first match wins: Slurm partition or
 # Kubernetes namespace-ish labels, racks, then the NVLink domain (GPU operator's clique label).
@@ -190,7 +190,7 @@ def fleet_view(
     """Every node with its GPUs classified, for the fleet grid and /api/v1/fleet."""
     failing = failing or FailingSet()
     latest = queries.latest_gpu_samples(session)
-    by_gpu, whole_node = _allocation_index(queries.current_allocations(session, at=now))
+    by_gpu, whole_node = _allocation_index(history.holders_at(session, at=now))
     nodes = {
         n["name"]: NodeView(
             n["name"],
@@ -200,7 +200,7 @@ def fleet_view(
             n.get("reason_user"),
             n.get("reason_ts"),
         )
-        for n in queries.list_nodes(session)
+        for n in history.node_states(session)
     }
     grouped: dict[str, list[GpuView]] = defaultdict(list)
     for row in latest:

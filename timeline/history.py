@@ -197,3 +197,27 @@ def get_node(session: Session, *, name: str) -> dict[str, Any] | None:
 
 def _f(v: Any) -> float | None:
     return None if v is None else round(float(v), 2)
+
+
+def holders_at(session: Session, *, at: float) -> list[dict[str, Any]]:
+    """Who holds which GPU (or whole node, gpu_index -1) at `at`: only the grid's columns.
+
+    A narrow read of the open allocations for the fleet grid (10k GPUs: one small tuple each).
+    """
+    a, j = t.allocations, t.jobs
+    stmt = (
+        select(a.c.node, a.c.gpu_index, a.c.job_id, j.c.user, j.c.account, j.c.partition)
+        .join(j, and_(a.c.job_id == j.c.job_id, a.c.scheduler == j.c.scheduler))
+        .where(a.c.start_ts <= at, or_(a.c.end_ts.is_(None), a.c.end_ts > at))
+    )
+    keys = ("node", "gpu_index", "job_id", "user", "account", "partition")
+    return [dict(zip(keys, row, strict=True)) for row in session.execute(stmt).all()]
+
+
+def node_states(session: Session) -> list[dict[str, Any]]:
+    """Every node's scheduler state, drain reason and labels (the grid's columns only)."""
+    n = t.nodes
+    cols = (n.c.name, n.c.state, n.c.reason, n.c.reason_user, n.c.reason_ts, n.c.labels)
+    keys = ("name", "state", "reason", "reason_user", "reason_ts", "labels")
+    stmt = select(*cols).order_by(n.c.name)
+    return [dict(zip(keys, row, strict=True)) for row in session.execute(stmt).all()]

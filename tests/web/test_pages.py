@@ -126,6 +126,9 @@ def test_incident_page_shows_explanation_evidence_and_a_timeline(
     assert "fallen off the bus" in html and 'id="fig-timeline"' in html
     assert "The healer is not enabled" in html  # degrades gracefully until the healer lands
     assert client.get("/incidents/999999").status_code == 404
+    # Kubernetes job ids are namespace/name: the page route takes the slash.
+    missing = client.get("/jobs/team-a%2Ftrain-1")
+    assert missing.status_code == 404 and "team-a/train-1" in missing.text
 
 
 def test_fleet_page_stays_small_a_few_bytes_per_gpu(seeded: tuple[TestClient, Seeded]) -> None:
@@ -133,3 +136,15 @@ def test_fleet_page_stays_small_a_few_bytes_per_gpu(seeded: tuple[TestClient, Se
     html = client.get("/").text
     assert html.count("<td") < 200  # no DOM cell per GPU: the grid is one canvas per group
     assert len(_grid(html)) / 64 < 120
+
+
+def test_time_and_link_filters_never_fail_and_escape_what_they_show() -> None:
+    from web.pages import filters
+
+    assert filters.when(None) == "" and filters.when(1e300) == "?" and filters.when("x") == "?"
+    assert 'data-ts="0.000"' in filters.when(0)
+    assert filters.duration(3725) == "1h 02m" and filters.duration(59) == "59s"
+    assert filters.node_link('a"/><script>') == (
+        '<a href="/nodes/a%22%2F%3E%3Cscript%3E">a&#34;/&gt;&lt;script&gt;</a>'
+    )
+    assert filters.gpu_link("n/1", 3) == '<a href="/nodes/n%2F1#gpu-3">GPU 3</a>'

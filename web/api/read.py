@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-import dataclasses
 import time
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+import orjson
 from fastapi import APIRouter, Depends, HTTPException, Query, Request
 from fastapi.concurrency import run_in_threadpool
+from fastapi.responses import ORJSONResponse, Response
 from sqlalchemy.orm import Session
 
 from timeline import queries
@@ -84,13 +85,16 @@ async def job(request: Request, job_id: str) -> dict[str, Any]:
     return found
 
 
-@router.get("/fleet")
-async def fleet_state(request: Request) -> list[dict[str, Any]]:
+@router.get("/fleet", response_class=ORJSONResponse)
+async def fleet_state(request: Request) -> Response:
     """Every node and GPU classified busy / idle_allocated / free / failing / stale."""
     from web.fleetstate import classified_fleet
 
     settings = request.app.state.settings
-    views = await read_session(
-        request, lambda s: classified_fleet(s, settings=settings, now=time.time())
-    )
-    return [dataclasses.asdict(v) for v in views]
+
+    def build(s: Session) -> bytes:
+        views = classified_fleet(s, settings=settings, now=time.time())
+        # orjson serializes the dataclasses directly: 10k GPUs in milliseconds, not seconds.
+        return orjson.dumps(views)
+
+    return Response(await read_session(request, build), media_type="application/json")

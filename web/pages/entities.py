@@ -82,7 +82,7 @@ def job_data(session: Session, *, job_id: str, now: float) -> dict[str, Any]:
     }
 
 
-@router.get("/jobs/{job_id}", response_class=HTMLResponse)
+@router.get("/jobs/{job_id:path}", response_class=HTMLResponse)
 async def job_page(
     request: Request, job_id: str, principal: Principal = Depends(page_viewer)
 ) -> Response:
@@ -141,7 +141,7 @@ def node_data(session: Session, *, name: str, now: float) -> dict[str, Any]:
     }
 
 
-@router.get("/nodes/{name}", response_class=HTMLResponse)
+@router.get("/nodes/{name:path}", response_class=HTMLResponse)
 async def node_page(
     request: Request, name: str, principal: Principal = Depends(page_viewer)
 ) -> Response:

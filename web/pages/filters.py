@@ -14,8 +14,11 @@ def when(ts: Any) -> Markup:
     """A <time> the page's script rewrites into the viewer's time zone (UTC until it runs)."""
     if ts is None:
         return Markup("")
-    value = float(ts)
-    utc = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(value))
+    try:
+        value = float(ts)
+        utc = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(value))
+    except (OverflowError, OSError, ValueError, TypeError):
+        return Markup("?")  # a time no clock can show: never a 500
     return Markup('<time data-ts="{:.3f}">{} UTC</time>').format(value, utc)
 
 
