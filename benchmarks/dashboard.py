@@ -252,6 +252,13 @@ def _measure(url: str, fleet: dict[str, Any], n: int) -> dict[str, Any]:
             times, _ = _time(client.get, path, n)
             out[f"{key}_p95_ms"] = _p(times, 0.95)
             out[f"{key}_p50_ms"] = _p(times, 0.5)
+
+        def cold_heatmap(path: str) -> Any:
+            client.app.state.heatmap_cache = None  # type: ignore[attr-defined]  # time the query
+            return client.get(path)
+
+        times, size = _time(cold_heatmap, "/api/v1/fleet/heatmap?hours=1", max(n // 4, 3))
+        out.update(heatmap_api_p95_ms=_p(times, 0.95), heatmap_bytes=size)
     return out
 
 

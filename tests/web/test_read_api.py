@@ -125,7 +125,8 @@ def test_fleet_page_renders_grid_and_heatmap(client: TestClient, auth: dict[str,
     assert 'id="heatmap" data-src="/api/v1/fleet/heatmap?hours=1"' in html
     assert "fallen off the bus" in html
     heat = client.get("/api/v1/fleet/heatmap").json()
-    assert heat["nodes"] == ["gpu-node-01"]
+    assert heat["nodes"] == ["gpu-node-01"] and heat["spans"][0][0][2] == "job 4242 (alice)"
+    assert any(v is not None for v in heat["z"][0])
     assert client.get("/static/plotly.min.js").text.startswith("/**")
 
 

@@ -36,23 +36,20 @@ def heatmap(session: Session, *, hours: float, now: float) -> dict[str, Any]:
         if ts in col:
             rows[node][col[ts]] = round(util, 1)
     nodes = sorted(rows)
+    # Who ran where, as spans per node (a few per node, not one string per cell): the page's
+    # script turns them into the hover text of each cell.
     spans: dict[str, list[tuple[float, float, str]]] = defaultdict(list)
     for a in history.allocations_between(session, since=start, until=now + 1):
         label = f"job {a['job_id']} ({a['user'] or '?'})"
-        spans[a["node"]].append((a["start_ts"], a["end_ts"] or now + 1, label))
-    text = []
-    for node in nodes:
-        row = []
-        for ts in times:
-            names = {lbl for lo, hi, lbl in spans.get(node, ()) if lo < ts + bucket_s and hi > ts}
-            row.append(", ".join(sorted(names)[:3]) or "no job")
-        text.append(row)
+        span = (a["start_ts"] * 1000, (a["end_ts"] or now + 1) * 1000, label)
+        if span not in spans[a["node"]]:
+            spans[a["node"]].append(span)
     return {
         "nodes": nodes,
         "times": [t * 1000 for t in times],  # JS milliseconds: the browser shows local time
         "z": [rows[n] for n in nodes],
-        "text": text,
-        "bucket_s": bucket_s,
+        "spans": [spans.get(n, []) for n in nodes],
+        "bucket_ms": bucket_s * 1000,
     }
 
 

@@ -101,8 +101,12 @@ function plots() {
   fetch(heat.dataset.src, { credentials: "same-origin" }).then((r) => r.json()).then((h) => {
     if (!h.nodes.length) { heat.textContent = "No telemetry in this window yet."; return; }
     const times = h.times.map((t) => new Date(t));
+    const text = h.spans.map((spans) => h.times.map((t) => {
+      const names = spans.filter((s) => s[0] < t + h.bucket_ms && s[1] > t).map((s) => s[2]);
+      return names.slice(0, 3).join(", ") || "no job";
+    }));
     Plotly.newPlot(heat, [{
-      type: "heatmap", z: h.z, x: times, y: h.nodes, text: h.text, zmin: 0, zmax: 100,
+      type: "heatmap", z: h.z, x: times, y: h.nodes, text: text, zmin: 0, zmax: 100,
       colorscale: "Viridis", colorbar: { title: "util %" },
       hovertemplate: "%{y} %{x}<br>util %{z}%<br>%{text}<extra></extra>",
     }], {
