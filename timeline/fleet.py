@@ -19,6 +19,7 @@ from timeline import history, queries
 # Node labels that name a group worth showing the grid by, first match wins: Slurm partition or
 # Kubernetes namespace-ish labels, racks, then the NVLink domain (GPU operator's clique label).
 GROUP_LABELS = (
+    "partitions",  # the Slurm source's node label: "gpu,debug"
     "partition",
     "fleetmedic.io/partition",
     "rack",

@@ -148,3 +148,12 @@ def test_time_and_link_filters_never_fail_and_escape_what_they_show() -> None:
         '<a href="/nodes/a%22%2F%3E%3Cscript%3E">a&#34;/&gt;&lt;script&gt;</a>'
     )
     assert filters.gpu_link("n/1", 3) == '<a href="/nodes/n%2F1#gpu-3">GPU 3</a>'
+
+
+def test_grid_groups_nodes_by_partition_rack_or_nvlink_domain_labels() -> None:
+    from timeline.fleet import node_group
+
+    assert node_group({"labels": {"partitions": "gpu,debug"}}) == "partitions=gpu,debug"
+    assert node_group({"labels": {"topology.kubernetes.io/rack": "r12"}}) == "rack=r12"
+    assert node_group({"labels": {"nvidia.com/gpu.clique": "cl-3.1"}}) == "gpu.clique=cl-3.1"
+    assert node_group({"labels": {}}) == "all" and node_group({"labels": None}) == "all"
