@@ -200,14 +200,30 @@ def _healer_notices(
 
 
 def plan_pass(
-    session: Session, *, config: NotifyConfig, settings: Settings, since: float, now: float
+    session: Session,
+    *,
+    config: NotifyConfig,
+    settings: Settings,
+    since: float,
+    now: float,
+    seen: set[tuple[str, str]] | frozenset[tuple[str, str]] = frozenset(),
+    fresh: set[tuple[str, str]] | None = None,
 ) -> int:
-    """Plan a delivery for every incident change not yet planned; returns rows planned."""
+    """Plan a delivery for every incident change not yet planned; returns rows planned.
+
+    `seen` holds (subject, change) pairs this process planned in earlier passes, so the open
+    incidents re-read each pass cost nothing until they change; this pass's go into `fresh`.
+    """
+    fresh = set() if fresh is None else fresh
     changed = {i.id: i for i in incidents.list_incidents(session, state="open", limit=5000)}
     for inc in incidents.list_incidents(session, updated_since=since, limit=5000):
         changed.setdefault(inc.id, inc)
     notices: list[tuple[Notice, str, str, str]] = []
     for inc in changed.values():
+        key = (f"incident:{inc.id}", change_of(inc))
+        if key in seen:
+            continue
+        fresh.add(key)
         base = notice_for(
             inc, base_url=settings.notify_base_url, partitions=_partitions(session, inc), first=True
         )
@@ -216,7 +232,9 @@ def plan_pass(
         need = settings.notify_idle_nudge_hours * 3600.0
         for f in incidents.list_idle_findings(session, state="open", limit=5000):
             target = config.owner_target(f.user)
-            if target and f.last_seen_ts - f.idle_since_ts >= need:
+            key = (f"idle:{f.id}", "nudge")
+            if target and f.last_seen_ts - f.idle_since_ts >= need and key not in seen:
+                fresh.add(key)
                 notices.append(
                     (idle_notice(f, base_url=settings.notify_base_url), OWNER_ROUTE, *target)
                 )
@@ -244,6 +262,7 @@ class Notifier:
     sinks: Mapping[str, Sink]
     limiter: RateLimiter = field(init=False)
     cursor: float | None = None
+    seen: set[tuple[str, str]] = field(default_factory=set)  # planned by this process
 
     def __post_init__(self) -> None:
         self.limiter = RateLimiter(self.settings.notify_rate_per_minute)
@@ -257,9 +276,12 @@ class Notifier:
         with unit_of_work(self.factory) as session:
             if fence is not None:
                 fence(session)
+            fresh: set[tuple[str, str]] = set()
             report.planned = plan_pass(
-                session, config=self.config, settings=self.settings, since=since - 5.0, now=now
-            )
+                session, config=self.config, settings=self.settings, since=since - 5.0, now=now,
+                seen=self.seen, fresh=fresh,
+            )  # fmt: skip
+        self.seen |= fresh  # only once the plan committed
         self.cursor = started
         with self.factory() as session:
             pending = service.due(session, now=now)

@@ -85,18 +85,25 @@ def mark_failed(
 
 def resend_due(session: Session, *, now: float, every_s: float) -> list[Delivery]:
     """Alertmanager alerts of still-open subjects whose last send is older than `every_s`."""
-    stmt = select(tbl).where(tbl.c.sink == "alertmanager", tbl.c.status == "sent")
-    rows = [Delivery.model_validate(dict(r)) for r in session.execute(stmt).mappings()]
-    newest: dict[tuple[str, str, str], Delivery] = {}
-    for d in rows:
-        key = (d.subject_key, d.route, d.recipient)
-        if key not in newest or d.id > newest[key].id:
-            newest[key] = d
-    return [
-        d
-        for d in newest.values()
-        if d.change != "resolved" and (d.last_sent_ts or 0.0) < now - every_s
-    ]
+    later = tbl.alias("later")
+    newer = (
+        select(later.c.id)
+        .where(
+            later.c.subject_key == tbl.c.subject_key,
+            later.c.route == tbl.c.route,
+            later.c.recipient == tbl.c.recipient,
+            later.c.id > tbl.c.id,
+        )
+        .exists()
+    )
+    stmt = (
+        select(tbl)
+        .where(tbl.c.sink == "alertmanager", tbl.c.status == "sent", tbl.c.change != "resolved")
+        .where(tbl.c.last_sent_ts < now - every_s, ~newer)  # newest of its subject, still open
+        .order_by(tbl.c.id)
+        .limit(5000)
+    )
+    return [Delivery.model_validate(dict(r)) for r in session.execute(stmt).mappings()]
 
 
 def touch_sent(session: Session, *, ids: Sequence[int], now: float) -> None:
