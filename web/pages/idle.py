@@ -24,10 +24,30 @@ SortKey = Literal["gpu_hours", "cost", "idle_s", "user", "account", "job_id", "n
 _TOP_USERS = 6
 
 
-def _sort_value(f: IdleFinding, key: str) -> Any:
-    if key == "idle_s":
-        return f.last_seen_ts - f.idle_since_ts
-    value = getattr(f, key)
+def by_job(findings: list[IdleFinding]) -> list[dict[str, Any]]:
+    """One row per job: its idle GPUs, since when, for how long, GPU-hours and cost."""
+    rows: dict[str, dict[str, Any]] = {}
+    for f in findings:
+        row = rows.get(f.job_id)
+        if row is None:
+            row = rows[f.job_id] = {
+                "job_id": f.job_id, "user": f.user, "account": f.account, "node": f.node,
+                "gpus": [], "idle_since_ts": f.idle_since_ts, "last_seen_ts": f.last_seen_ts,
+                "gpu_hours": 0.0, "cost": 0.0, "open": False,
+            }  # fmt: skip
+        row["gpus"].append((f.node, f.gpu_index))
+        row["idle_since_ts"] = min(row["idle_since_ts"], f.idle_since_ts)
+        row["last_seen_ts"] = max(row["last_seen_ts"], f.last_seen_ts)
+        row["gpu_hours"] += f.gpu_hours
+        row["cost"] += f.cost
+        row["open"] = row["open"] or f.state.value == "open"
+    for row in rows.values():
+        row["idle_s"] = row["last_seen_ts"] - row["idle_since_ts"]
+    return list(rows.values())
+
+
+def _sort_value(row: dict[str, Any], key: str) -> Any:
+    value = row.get(key)
     return value if value is not None else ""
 
 
@@ -77,9 +97,9 @@ def idle_data(
     """Everything the idle page shows, over the last `hours`."""
     since = now - hours * 3600
     findings = incidents.list_idle_findings(session, seen_since=since, limit=5000)
-    rows = sorted(findings, key=lambda f: _sort_value(f, sort), reverse=desc)
+    rows = sorted(by_job(findings), key=lambda r: _sort_value(r, sort), reverse=desc)
     return {
-        "findings": rows,
+        "jobs": rows,
         "open_count": sum(1 for f in findings if f.state.value == "open"),
         "by_user": totals(findings, "user"),
         "by_account": totals(findings, "account"),
