@@ -3,31 +3,42 @@ links that resolve, hostile strings escaped, compact fleet payload."""
 
 from __future__ import annotations
 
+import os
 import re
+from collections.abc import Iterator
 from html import unescape
-from pathlib import Path
 
 import pytest
 from fastapi.testclient import TestClient
-from sqlalchemy.orm import Session, sessionmaker
 
+from tests.conftest import PG_ADMIN_URL, pg_available
 from tests.web.seed import HOSTILE, HOSTILE_JOB, Seeded, seed
+from timeline import db
 from timeline.settings import Settings
 from web.app import create_app
 
 PAGES = ["/", "/idle", "/failing", "/incidents", "/remediation", "/notifications"]
 
 
-@pytest.fixture()
+@pytest.fixture(scope="module", params=["sqlite", "postgres"])
 def seeded(
-    migrated_url: str, session_factory: sessionmaker[Session], tmp_path: Path
-) -> tuple[TestClient, Seeded]:
-    settings = Settings(
-        database_url=migrated_url, page_refresh_s=0, data_dir=tmp_path, idle_min_duration_s=600
-    )
-    fleet = seed(session_factory, settings, nodes=8, history_s=1500)
-    client = TestClient(create_app(settings))
-    return client, fleet
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[tuple[TestClient, Seeded]]:
+    """One seeded database per backend for the whole module (these tests only read)."""
+    if request.param == "postgres":
+        reason = pg_available()
+        if reason:
+            if os.environ.get("REQUIRE_POSTGRES") == "1":
+                pytest.fail(f"REQUIRE_POSTGRES=1 but {reason}")
+            pytest.skip(f"SKIPPED (no PostgreSQL): {reason}")
+    with db.scratch_database(request.param, pg_url=PG_ADMIN_URL, prefix="fm_pages") as url:
+        db.upgrade(url)
+        engine = db.make_engine(url)
+        settings = Settings(database_url=url, page_refresh_s=0, idle_min_duration_s=600,
+                            data_dir=tmp_path_factory.mktemp("pages"))  # fmt: skip
+        fleet = seed(db.make_sessionmaker(engine), settings, nodes=8, history_s=1500)
+        yield TestClient(create_app(settings)), fleet
+        engine.dispose()
 
 
 def entity_pages(fleet: Seeded) -> list[str]:
