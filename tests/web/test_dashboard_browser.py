@@ -104,6 +104,15 @@ def test_every_page_in_chromium_filters_links_and_screenshots(site: tuple[str, S
             answer = page.request.get(base + href.split("#")[0])
             assert answer.status == 200, href
         assert not errors, errors
+        # Times show in the viewer's time zone.
+        tokyo = b.new_context(timezone_id="Asia/Tokyo", locale="en-US").new_page()
+        _login(tokyo, base, VIEWER)
+        tokyo.goto(f"{base}/incidents/{fleet.failing_incident}", wait_until="networkidle")
+        shown, ts = tokyo.eval_on_selector(
+            "time[data-ts]", "t => [t.textContent, Number(t.dataset.ts)]"
+        )
+        utc_hour = time.gmtime(ts).tm_hour
+        assert f"{(utc_hour + 9) % 24 % 12 or 12}:" in shown and "UTC" not in shown
     assert (shots / "fleet.png").stat().st_size > 20_000
 
 

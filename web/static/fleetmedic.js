@@ -94,7 +94,12 @@ function plots() {
   if (typeof Plotly === "undefined") return;
   document.querySelectorAll("[data-figure]").forEach((div) => {
     const fig = jsonOf(div.dataset.figure);
-    if (fig) Plotly.newPlot(div, fig.data, fig.layout, { displaylogo: false, responsive: true });
+    if (!fig) return;
+    // Times come as UTC milliseconds; Date objects make Plotly draw them in local time.
+    if (fig.layout.xaxis && fig.layout.xaxis.type === "date") {
+      fig.data.forEach((t) => { if (Array.isArray(t.x)) t.x = t.x.map((v) => new Date(v)); });
+    }
+    Plotly.newPlot(div, fig.data, fig.layout, { displaylogo: false, responsive: true });
   });
   const heat = document.getElementById("heatmap");
   if (!heat) return;
