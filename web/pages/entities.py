@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import time
+from functools import partial
 from typing import Any
 
 from fastapi import APIRouter, Depends, Request
@@ -14,10 +15,10 @@ from correlator import service as incidents
 from timeline import history, queries
 from timeline.errors import NotFound
 from web import healerview
-from web.api.read import read_session
 from web.auth import Principal
 from web.pages import charts
-from web.pages.templating import page_viewer, render
+from web.pages.common import show
+from web.pages.templating import page_viewer
 
 router = APIRouter(include_in_schema=False)
 MAX_WINDOW_S = 6 * 3600.0  # telemetry shown at most this far back (longer reads rollups later)
@@ -87,9 +88,8 @@ async def job_page(
     request: Request, job_id: str, principal: Principal = Depends(page_viewer)
 ) -> Response:
     """One job: per-GPU telemetry with events, W&B progress, lineage and why it failed."""
-    data = await read_session(request, lambda s: job_data(s, job_id=job_id, now=time.time()))
-    data["refresh_s"] = request.app.state.settings.page_refresh_s
-    return render(request, "job.html.jinja", data, principal=principal)
+    build = partial(job_data, job_id=job_id, now=time.time())
+    return await show(request, "job.html.jinja", build, principal=principal)
 
 
 def node_data(session: Session, *, name: str, now: float) -> dict[str, Any]:
@@ -146,6 +146,5 @@ async def node_page(
     request: Request, name: str, principal: Principal = Depends(page_viewer)
 ) -> Response:
     """One node: its GPUs, telemetry, events, incidents and drain history."""
-    data = await read_session(request, lambda s: node_data(s, name=name, now=time.time()))
-    data["refresh_s"] = request.app.state.settings.page_refresh_s
-    return render(request, "node.html.jinja", data, principal=principal)
+    build = partial(node_data, name=name, now=time.time())
+    return await show(request, "node.html.jinja", build, principal=principal)

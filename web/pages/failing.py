@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from collections import Counter, defaultdict
+from functools import partial
 from typing import Any
 
 from fastapi import APIRouter, Depends, Query, Request
@@ -14,9 +15,9 @@ from correlator import service as incidents
 from correlator.taxonomy import Blame
 from timeline import history, queries
 from timeline.fleet import OUR_DRAIN_PREFIX, NodeView
-from web.api.read import read_session
 from web.auth import Principal
-from web.pages.templating import page_viewer, render
+from web.pages.common import show
+from web.pages.templating import page_viewer
 
 router = APIRouter(include_in_schema=False)
 
@@ -102,6 +103,5 @@ async def failing_page(
     principal: Principal = Depends(page_viewer),
 ) -> Response:
     """GPUs and nodes that open incidents blame, with their history and drains."""
-    data = await read_session(request, lambda s: failing_data(s, days=days, now=time.time()))
-    data["refresh_s"] = request.app.state.settings.page_refresh_s
-    return render(request, "failing.html.jinja", data, principal=principal)
+    build = partial(failing_data, days=days, now=time.time())
+    return await show(request, "failing.html.jinja", build, principal=principal)

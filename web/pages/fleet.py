@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from functools import lru_cache
+from functools import lru_cache, partial
 from typing import Any
 
 from fastapi import APIRouter, Depends, Query, Request
@@ -12,10 +12,10 @@ from fastapi.responses import HTMLResponse, Response
 from correlator import service as incidents
 from timeline.fleet import GpuState, NodeView, count_states
 from web import healerview
-from web.api.read import read_session
 from web.auth import Principal
 from web.fleetstate import STATE_CODES, FleetFilter, apply_filter, classified_fleet
-from web.pages.templating import page_viewer, render
+from web.pages.common import show
+from web.pages.templating import page_viewer
 
 router = APIRouter(include_in_schema=False)
 
@@ -121,13 +121,10 @@ async def fleet_page(
     principal: Principal = Depends(page_viewer),
 ) -> Response:
     """The fleet page."""
-    settings = request.app.state.settings
     flt = FleetFilter(partition, user, account, model)
-    data = await read_session(
-        request, lambda s: fleet_data(s, settings=settings, flt=flt, now=time.time())
-    )
-    data["refresh_s"] = settings.page_refresh_s
-    return render(request, "fleet.html.jinja", data, principal=principal)
+    settings = request.app.state.settings
+    build = partial(fleet_data, settings=settings, flt=flt, now=time.time())
+    return await show(request, "fleet.html.jinja", build, principal=principal)
 
 
 @router.get("/static/plotly.min.js")

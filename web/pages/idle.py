@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from collections import defaultdict
+from functools import partial
 from typing import Any, Literal
 
 from fastapi import APIRouter, Depends, Query, Request
@@ -13,10 +14,10 @@ from sqlalchemy.orm import Session
 from correlator import service as incidents
 from correlator.models import IdleFinding
 from timeline.settings import Settings
-from web.api.read import read_session
 from web.auth import Principal
 from web.pages import charts
-from web.pages.templating import page_viewer, render
+from web.pages.common import show
+from web.pages.templating import page_viewer
 
 router = APIRouter(include_in_schema=False)
 
@@ -31,10 +32,17 @@ def by_job(findings: list[IdleFinding]) -> list[dict[str, Any]]:
         row = rows.get(f.job_id)
         if row is None:
             row = rows[f.job_id] = {
-                "job_id": f.job_id, "user": f.user, "account": f.account, "node": f.node,
-                "gpus": [], "idle_since_ts": f.idle_since_ts, "last_seen_ts": f.last_seen_ts,
-                "gpu_hours": 0.0, "cost": 0.0, "open": False,
-            }  # fmt: skip
+                "job_id": f.job_id,
+                "user": f.user,
+                "account": f.account,
+                "node": f.node,
+                "gpus": [],
+                "idle_since_ts": f.idle_since_ts,
+                "last_seen_ts": f.last_seen_ts,
+                "gpu_hours": 0.0,
+                "cost": 0.0,
+                "open": False,
+            }
         row["gpus"].append((f.node, f.gpu_index))
         row["idle_since_ts"] = min(row["idle_since_ts"], f.idle_since_ts)
         row["last_seen_ts"] = max(row["last_seen_ts"], f.last_seen_ts)
@@ -126,11 +134,7 @@ async def idle_page(
 ) -> Response:
     """Allocated GPUs doing nothing, sortable, with totals and a trend."""
     settings = request.app.state.settings
-    data = await read_session(
-        request,
-        lambda s: idle_data(
-            s, settings=settings, hours=hours, sort=sort, desc=order == "desc", now=time.time()
-        ),
+    build = partial(
+        idle_data, settings=settings, hours=hours, sort=sort, desc=order == "desc", now=time.time()
     )
-    data["refresh_s"] = settings.page_refresh_s
-    return render(request, "idle.html.jinja", data, principal=principal)
+    return await show(request, "idle.html.jinja", build, principal=principal)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from collections import defaultdict
+from functools import partial
 from typing import Any, Literal
 
 from fastapi import APIRouter, Depends, Form, HTTPException, Query, Request
@@ -16,11 +17,11 @@ from correlator.models import Incident
 from correlator.taxonomy import Blame, Category
 from timeline import history, queries
 from web import healerview
-from web.api.read import read_session
 from web.auth import Principal, Role
 from web.notify import service as notify
 from web.pages import charts
-from web.pages.templating import page_admin, page_viewer, render
+from web.pages.common import show
+from web.pages.templating import page_admin, page_viewer
 
 router = APIRouter(include_in_schema=False)
 _CONTEXT_S = 1800.0  # the timeline shows this much before the first and after the last evidence
@@ -74,18 +75,14 @@ async def incidents_page(
     principal: Principal = Depends(page_viewer),
 ) -> Response:
     """Every incident, open ones first, grouped by root cause."""
-    data = await read_session(
-        request,
-        lambda s: list_data(
-            s,
-            state=state or None,
-            category=category or None,
-            blame=blame or None,
-            node=node or None,
-        ),
+    build = partial(
+        list_data,
+        state=state or None,
+        category=category or None,
+        blame=blame or None,
+        node=node or None,
     )
-    data["refresh_s"] = request.app.state.settings.page_refresh_s
-    return render(request, "incidents.html.jinja", data, principal=principal)
+    return await show(request, "incidents.html.jinja", build, principal=principal)
 
 
 def _affected(session: Session, inc: Incident, now: float) -> list[dict[str, Any]]:
@@ -128,12 +125,14 @@ async def incident_page(
     request: Request, incident_id: int, principal: Principal = Depends(page_viewer)
 ) -> Response:
     """One incident: explanation, evidence, timeline, actions, alerts sent."""
-    data = await read_session(
-        request, lambda s: detail_data(s, incident_id=incident_id, now=time.time())
+    build = partial(detail_data, incident_id=incident_id, now=time.time())
+    return await show(
+        request,
+        "incident.html.jinja",
+        build,
+        principal=principal,
+        is_admin=principal.has(Role.ADMIN),
     )
-    data["is_admin"] = principal.has(Role.ADMIN)
-    data["refresh_s"] = request.app.state.settings.page_refresh_s
-    return render(request, "incident.html.jinja", data, principal=principal)
 
 
 @router.post("/actions/{action_id}/{decision}")

@@ -3,19 +3,20 @@ and the alerts page: every notification delivery, failed ones first."""
 
 from __future__ import annotations
 
-import time
 from collections import defaultdict
+from functools import partial
 from typing import Any
 
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import HTMLResponse, Response
 from sqlalchemy.orm import Session
 
+from timeline.settings import Settings
 from web import healerview
-from web.api.read import read_session
 from web.auth import Principal, Role
 from web.notify import service as notify
-from web.pages.templating import page_viewer, render
+from web.pages.common import show
+from web.pages.templating import page_viewer
 
 router = APIRouter(include_in_schema=False)
 
@@ -53,10 +54,25 @@ async def remediation_page(
     request: Request, principal: Principal = Depends(page_viewer)
 ) -> Response:
     """The healer's work, or a note that it is not enabled."""
-    data = await read_session(request, remediation_data)
-    data["is_admin"] = principal.has(Role.ADMIN)
-    data["refresh_s"] = request.app.state.settings.page_refresh_s
-    return render(request, "remediation.html.jinja", data, principal=principal)
+    return await show(
+        request,
+        "remediation.html.jinja",
+        remediation_data,
+        principal=principal,
+        is_admin=principal.has(Role.ADMIN),
+    )
+
+
+def notifications_data(session: Session, *, settings: Settings) -> dict[str, Any]:
+    """Every alert delivery (failed ones first) and the configured routes."""
+    rows = notify.list_deliveries(session, limit=500)
+    rows.sort(key=lambda d: (d.status != "failed", -(d.sent_ts or d.created_ts)))
+    return {
+        "deliveries": rows,
+        "failed": sum(1 for d in rows if d.status == "failed"),
+        "routes": notify.describe_routes(settings),
+        "receiver_url": settings.notify_demo_receiver_url,
+    }
 
 
 @router.get("/notifications", response_class=HTMLResponse)
@@ -64,15 +80,5 @@ async def notifications_page(
     request: Request, principal: Principal = Depends(page_viewer)
 ) -> Response:
     """Every alert delivery, failed ones first, and where the local receiver shows them."""
-    settings = request.app.state.settings
-    rows = await read_session(request, lambda s: notify.list_deliveries(s, limit=500))
-    rows.sort(key=lambda d: (d.status != "failed", -(d.sent_ts or d.created_ts)))
-    data = {
-        "deliveries": rows,
-        "failed": sum(1 for d in rows if d.status == "failed"),
-        "routes": notify.describe_routes(settings),
-        "receiver_url": settings.notify_demo_receiver_url,
-        "now": time.time(),
-        "refresh_s": settings.page_refresh_s,
-    }
-    return render(request, "notifications.html.jinja", data, principal=principal)
+    build = partial(notifications_data, settings=request.app.state.settings)
+    return await show(request, "notifications.html.jinja", build, principal=principal)
