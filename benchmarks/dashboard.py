@@ -4,8 +4,10 @@ Seeds a fresh store with N GPUs (8 per node) and H hours of 10-second telemetry,
 ~70% of the GPUs, hardware and job events, incidents (~1 per 200 GPUs, a tenth open) and idle
 findings, then times the pages and APIs through the real app (in-process ASGI client, no
 network). Seeding writes rows directly with executemany (not through the ingest API), which the
-output says. Targets (issue #10): fleet page p95 <= 200 ms at 10k GPUs at 1 h and 12 h of
-history (12 h within 20% of 1 h), <= 500 ms at 100k GPUs on PostgreSQL, page <= 500 kB.
+output says. The issue's keys are timed with no reuse between requests (fleet_cache_s=0);
+fleet_page_cached_* time the page as served by default. Targets (issue #10): fleet page p95
+<= 200 ms at 10k GPUs at 1 h and 12 h of history (12 h within 20% of 1 h), <= 500 ms at 100k
+GPUs on PostgreSQL, page <= 500 kB.
 """
 
 from __future__ import annotations
@@ -233,7 +235,10 @@ def _measure(url: str, fleet: dict[str, Any], n: int) -> dict[str, Any]:
 
     from web.app import create_app
 
-    settings = Settings(database_url=url, data_dir=Path(tempfile.mkdtemp()), page_refresh_s=0)
+    # The issue's keys are timed cold: no reuse of the classified fleet between requests.
+    settings = Settings(
+        database_url=url, data_dir=Path(tempfile.mkdtemp()), page_refresh_s=0, fleet_cache_s=0
+    )
     out: dict[str, Any] = {}
     with TestClient(create_app(settings)) as client:
         fleet_times, size = _time(client.get, "/", n)
@@ -259,6 +264,13 @@ def _measure(url: str, fleet: dict[str, Any], n: int) -> dict[str, Any]:
 
         times, size = _time(cold_heatmap, "/api/v1/fleet/heatmap?hours=1", max(n // 4, 3))
         out.update(heatmap_api_p95_ms=_p(times, 0.95), heatmap_bytes=size)
+    # As served by default: the classified fleet reused for fleet_cache_s across requests.
+    served = settings.model_copy(update={"fleet_cache_s": Settings().fleet_cache_s})
+    with TestClient(create_app(served)) as client:
+        times, _ = _time(client.get, "/", n)
+        out.update(
+            fleet_page_cached_p50_ms=_p(times, 0.5), fleet_page_cached_p95_ms=_p(times, 0.95)
+        )
     return out
 
 

@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import enum
 from collections import defaultdict
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from sqlalchemy.orm import Session
 
 from timeline import history, queries
+from timeline.history import Holder
 
 # Node labels that name a group worth showing the grid by, first match wins: Slurm partition or
 # Kubernetes namespace-ish labels, racks, then the NVLink domain (GPU operator's clique label).
@@ -63,7 +63,7 @@ class FailingSet:
         return found or self.nodes.get(node)
 
 
-@dataclass
+@dataclass(slots=True)
 class GpuView:
     """One GPU cell of the fleet grid."""
 
@@ -143,41 +143,69 @@ def node_group(node: dict[str, Any]) -> str:
 
 
 def _allocation_index(
-    allocs: list[dict[str, Any]],
-) -> tuple[dict[tuple[str, int], dict[str, Any]], dict[str, dict[str, Any]]]:
-    by_gpu: dict[tuple[str, int], dict[str, Any]] = {}
-    whole_node: dict[str, dict[str, Any]] = {}
+    allocs: list[Holder],
+) -> tuple[dict[tuple[str, int], Holder], dict[str, Holder]]:
+    by_gpu: dict[tuple[str, int], Holder] = {}
+    whole_node: dict[str, Holder] = {}
     for a in allocs:
-        if a["gpu_index"] is None or a["gpu_index"] < 0:
-            whole_node[a["node"]] = a
+        if a.gpu_index is None or a.gpu_index < 0:
+            whole_node[a.node] = a
         else:
-            by_gpu[(a["node"], a["gpu_index"])] = a
+            by_gpu[(a.node, a.gpu_index)] = a
     return by_gpu, whole_node
 
 
 def _gpu_view(
-    row: dict[str, Any], alloc: dict[str, Any] | None, bad: Failing | None, state: GpuState
+    row: dict[str, Any], alloc: Holder | None, bad: Failing | None, state: GpuState
 ) -> GpuView:
-    return GpuView(
-        uuid=row["uuid"],
-        node=row["node"],
-        index=row["index"],
-        pci_bus_id=row["pci_bus_id"],
-        name=row["name"],
-        state=state,
-        util_gpu=row.get("util_gpu"),
-        power_w=row.get("power_w"),
-        mem_used_mb=row.get("mem_used_mb"),
-        mem_total_mb=row.get("mem_total_mb"),
-        temp_gpu=row.get("temp_gpu"),
-        sample_ts=row.get("ts"),
-        job_id=alloc["job_id"] if alloc else None,
-        user=alloc["user"] if alloc else None,
-        account=alloc.get("account") if alloc else None,
-        partition=alloc.get("partition") if alloc else None,
-        reason=bad.reason if bad else None,
-        incident_id=bad.incident_id if bad else None,
-    )
+    # Positional: this runs once per GPU on every fleet page (10k+ times).
+    view = GpuView(
+        row["uuid"], row["node"], row["index"], row["pci_bus_id"], row["name"], state,
+        row.get("util_gpu"), row.get("power_w"), row.get("mem_used_mb"),
+        row.get("mem_total_mb"), row.get("temp_gpu"), row.get("ts"),
+    )  # fmt: skip
+    if alloc is not None:
+        view.job_id, view.user = alloc.job_id, alloc.user
+        view.account, view.partition = alloc.account, alloc.partition
+    if bad is not None:
+        view.reason, view.incident_id = bad.reason, bad.incident_id
+    return view
+
+
+Classified = tuple[dict[str, Any], "Holder | None", "Failing | None", GpuState]
+
+
+def classify_all(
+    session: Session,
+    *,
+    now: float,
+    failing: FailingSet | None = None,
+    idle_threshold: float = 5.0,
+    stale_after_s: float = 120.0,
+) -> tuple[dict[str, NodeView], list[Classified]]:
+    """Every node (GPUs not attached) and every GPU as (newest row, holder, failure, state).
+
+    The one classification of the fleet: the grid, /api/v1/fleet and /metrics all read it.
+    """
+    failing = failing or FailingSet()
+    latest = queries.latest_gpu_samples(session)
+    by_gpu, whole_node = _allocation_index(history.holders_at(session, at=now))
+    nodes = {
+        n["name"]: NodeView(n["name"], n["state"], n["reason"], node_group(n),
+                            n.get("reason_user"), n.get("reason_ts"))
+        for n in history.node_states(session)
+    }  # fmt: skip
+    out: list[Classified] = []
+    for row in latest:
+        node = row["node"]
+        alloc = by_gpu.get((node, row["index"])) or whole_node.get(node)
+        bad = failing.for_gpu(node, row["uuid"], row["pci_bus_id"])
+        state = classify(row, now=now, allocated=alloc is not None, failing=bad is not None,
+                         idle_threshold=idle_threshold, stale_after_s=stale_after_s)  # fmt: skip
+        out.append((row, alloc, bad, state))
+        if node not in nodes:
+            nodes[node] = NodeView(node, None, None)
+    return nodes, out
 
 
 def fleet_view(
@@ -188,43 +216,16 @@ def fleet_view(
     idle_threshold: float = 5.0,
     stale_after_s: float = 120.0,
 ) -> list[NodeView]:
-    """Every node with its GPUs classified, for the fleet grid and /api/v1/fleet."""
-    failing = failing or FailingSet()
-    latest = queries.latest_gpu_samples(session)
-    by_gpu, whole_node = _allocation_index(history.holders_at(session, at=now))
-    nodes = {
-        n["name"]: NodeView(
-            n["name"],
-            n["state"],
-            n["reason"],
-            node_group(n),
-            n.get("reason_user"),
-            n.get("reason_ts"),
-        )
-        for n in history.node_states(session)
-    }
+    """Every node with its GPUs classified, for /api/v1/fleet."""
+    nodes, gpus = classify_all(session, now=now, failing=failing, idle_threshold=idle_threshold,
+                               stale_after_s=stale_after_s)  # fmt: skip
+    return views_of(nodes, gpus)
+
+
+def views_of(nodes: dict[str, NodeView], gpus: list[Classified]) -> list[NodeView]:
+    """Nodes by name with a view of each of their GPUs (new objects: the inputs stay as they
+    are, so a cached classification can be shown many times)."""
     grouped: dict[str, list[GpuView]] = defaultdict(list)
-    for row in latest:
-        alloc = by_gpu.get((row["node"], row["index"])) or whole_node.get(row["node"])
-        bad = failing.for_gpu(row["node"], row["uuid"], row["pci_bus_id"])
-        state = classify(
-            row,
-            now=now,
-            allocated=alloc is not None,
-            failing=bad is not None,
-            idle_threshold=idle_threshold,
-            stale_after_s=stale_after_s,
-        )
+    for row, alloc, bad, state in gpus:
         grouped[row["node"]].append(_gpu_view(row, alloc, bad, state))
-    for name, gpus in grouped.items():
-        nodes.setdefault(name, NodeView(name, None, None)).gpus = gpus
-    return [nodes[name] for name in sorted(nodes)]
-
-
-def count_states(nodes: list[NodeView]) -> Mapping[GpuState, int]:
-    """GPUs per state over the given nodes."""
-    counts = dict.fromkeys(GpuState, 0)
-    for n in nodes:
-        for g in n.gpus:
-            counts[g.state] += 1
-    return counts
+    return [replace(nodes[name], gpus=grouped.get(name, [])) for name in sorted(nodes)]

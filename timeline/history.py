@@ -7,7 +7,7 @@ with the length of history (long windows will read the telemetry rollups once th
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from sqlalchemy import BigInteger, and_, cast, func, or_, select
 from sqlalchemy.orm import Session
@@ -199,19 +199,27 @@ def _f(v: Any) -> float | None:
     return None if v is None else round(float(v), 2)
 
 
-def holders_at(session: Session, *, at: float) -> list[dict[str, Any]]:
-    """Who holds which GPU (or whole node, gpu_index -1) at `at`: only the grid's columns.
+class Holder(NamedTuple):
+    """A job holding one GPU (gpu_index >= 0) or a whole node (-1) right now."""
 
-    A narrow read of the open allocations for the fleet grid (10k GPUs: one small tuple each).
-    """
+    node: str
+    gpu_index: int
+    job_id: str
+    user: str | None
+    account: str | None
+    partition: str | None
+
+
+def holders_at(session: Session, *, at: float) -> list[Holder]:
+    """Who holds which GPU (or whole node) at `at`: a narrow read of the open allocations
+    for the fleet grid (10k GPUs: one small tuple each)."""
     a, j = t.allocations, t.jobs
     stmt = (
         select(a.c.node, a.c.gpu_index, a.c.job_id, j.c.user, j.c.account, j.c.partition)
         .join(j, and_(a.c.job_id == j.c.job_id, a.c.scheduler == j.c.scheduler))
         .where(a.c.start_ts <= at, or_(a.c.end_ts.is_(None), a.c.end_ts > at))
     )
-    keys = ("node", "gpu_index", "job_id", "user", "account", "partition")
-    return [dict(zip(keys, row, strict=True)) for row in session.execute(stmt).all()]
+    return [Holder(*row) for row in session.execute(stmt).all()]
 
 
 def node_states(session: Session) -> list[dict[str, Any]]:

@@ -159,6 +159,7 @@ class Settings(BaseSettings):
     idle_cost_per_gpu_hour: float = 2.0  # dollars, for the waste estimate
 
     # --- dashboard and alerts (web/notify) ---
+    fleet_cache_s: float = 5.0  # the classified fleet is reused this long by pages and /metrics
     notify_enabled: bool = False  # the server sends alerts on the routes configured below
     notify_routes_file: Path | None = None  # TOML: [[route]]s, [users.NAME] contacts, [owners]
     notify_interval_s: float = 5.0  # how often new incident changes are sent

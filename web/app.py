@@ -22,6 +22,7 @@ from timeline.settings import Settings
 from web.api import heatmap, incidents, ingest, read
 from web.auth import TokenTable
 from web.fleetmetrics import DashboardCollector
+from web.fleetstate import FleetCache
 from web.leader import LeaderLock
 from web.logs import configure_logging
 from web.metrics import ServerMetrics
@@ -100,8 +101,11 @@ def create_app(
     app.state.engine = engine
     app.state.session_factory = factory
     app.state.write_lock = db.write_lock(engine)
+    app.state.fleet_cache = FleetCache(settings.fleet_cache_s)
     app.state.metrics = ServerMetrics(registry)
-    app.state.metrics.registry.register(DashboardCollector(factory, settings))
+    app.state.metrics.registry.register(
+        DashboardCollector(factory, settings, app.state.fleet_cache)
+    )
     app.state.runtime = runtime
     app.state.leader = leader
     app.add_middleware(

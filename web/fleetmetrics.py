@@ -17,10 +17,10 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session, sessionmaker
 
 from correlator import tables as ct
-from timeline.fleet import GpuState, count_states
+from timeline.fleet import GpuState
 from timeline.settings import Settings
 from web import healerview
-from web.fleetstate import classified_fleet
+from web.fleetstate import FleetCache
 from web.notify import service as notify
 
 log = logging.getLogger(__name__)
@@ -97,24 +97,29 @@ def _notify_families(session: Session) -> list[Metric]:
 class DashboardCollector(Collector):
     """Reads the store on scrape; a failing read is logged and those families are left out."""
 
-    def __init__(self, factory: sessionmaker[Session], settings: Settings) -> None:
+    def __init__(
+        self, factory: sessionmaker[Session], settings: Settings, cache: FleetCache
+    ) -> None:
         self.factory = factory
         self.settings = settings
+        self.cache = cache
 
     def _gpus(self, session: Session) -> list[Metric]:
-        nodes = classified_fleet(session, settings=self.settings, now=time.time())
+        _, gpus = self.cache.rows(session, settings=self.settings, now=time.time())
+        counts = dict.fromkeys(GpuState, 0)
+        for _, _, _, state in gpus:
+            counts[state] += 1
         family = GaugeMetricFamily("fleetmedic_gpus", "GPUs by state", labels=["state"])
-        for state, count in count_states(nodes).items():
-            family.add_metric([GpuState(state).value], count)
+        for state, count in counts.items():
+            family.add_metric([state.value], count)
         out: list[Metric] = [family]
         if self.settings.metrics_per_gpu:
             util = GaugeMetricFamily(
                 "fleetmedic_gpu_utilization", "Newest GPU utilization", labels=["node", "gpu"]
             )
-            for n in nodes:
-                for g in n.gpus:
-                    if g.util_gpu is not None:
-                        util.add_metric([n.name, str(g.index)], g.util_gpu)
+            for row, _, _, _ in gpus:
+                if row.get("util_gpu") is not None:
+                    util.add_metric([row["node"], str(row["index"])], row["util_gpu"])
             out.append(util)
         return out
 

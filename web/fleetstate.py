@@ -6,13 +6,17 @@ timeline only joins it with telemetry and allocations.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any
 
 from sqlalchemy.orm import Session
 
 from correlator import service as incidents
 from timeline import fleet
-from timeline.fleet import GpuState, GpuView, NodeView
+from timeline.fleet import Classified, GpuState, NodeView
+from timeline.history import Holder
 from timeline.settings import Settings
 
 STATE_CODES = {
@@ -24,9 +28,12 @@ STATE_CODES = {
 }
 
 
-def classified_fleet(session: Session, *, settings: Settings, now: float) -> list[NodeView]:
-    """Every node and GPU classified, failing from open incidents that blame them."""
-    return fleet.fleet_view(
+def classified_rows(
+    session: Session, *, settings: Settings, now: float
+) -> tuple[dict[str, NodeView], list[Classified]]:
+    """Every node and GPU classified, failing from open incidents that blame them (rows:
+    the grid and /metrics need no view object per GPU)."""
+    return fleet.classify_all(
         session,
         now=now,
         failing=incidents.failing_set(session),
@@ -47,57 +54,50 @@ class FleetFilter:
         """True when any filter is set."""
         return any((self.partition, self.user, self.account, self.model))
 
-    def keeps(self, gpu: GpuView) -> bool:
-        """True when the GPU passes every set filter."""
+    def keeps(self, row: dict[str, Any], alloc: Holder | None) -> bool:
+        """True when the GPU (its newest row and holder) passes every set filter."""
+        if alloc is None and (self.partition or self.user or self.account):
+            return False
         return (
-            (not self.partition or gpu.partition == self.partition)
-            and (not self.user or gpu.user == self.user)
-            and (not self.account or gpu.account == self.account)
-            and (not self.model or gpu.name == self.model)
+            (not self.partition or (alloc is not None and alloc.partition == self.partition))
+            and (not self.user or (alloc is not None and alloc.user == self.user))
+            and (not self.account or (alloc is not None and alloc.account == self.account))
+            and (not self.model or row.get("name") == self.model)
         )
 
 
-@dataclass
-class FilterOptions:
+def filter_options(gpus: list[Classified]) -> dict[str, list[str]]:
     """The values each filter can take, from the unfiltered fleet."""
-
-    partitions: set[str] = field(default_factory=set)
-    users: set[str] = field(default_factory=set)
-    accounts: set[str] = field(default_factory=set)
-    models: set[str] = field(default_factory=set)
-
-    def add(self, gpu: GpuView) -> None:
-        """Collect one GPU's values."""
-        for bucket, value in (
-            (self.partitions, gpu.partition),
-            (self.users, gpu.user),
-            (self.accounts, gpu.account),
-            (self.models, gpu.name),
-        ):
-            if value:
-                bucket.add(value)
+    allocs = [a for _, a, _, _ in gpus if a is not None]
+    return {
+        "partitions": sorted({a.partition for a in allocs if a.partition}),
+        "users": sorted({a.user for a in allocs if a.user}),
+        "accounts": sorted({a.account for a in allocs if a.account}),
+        "models": sorted({r["name"] for r, _, _, _ in gpus if r["name"]}),
+    }
 
 
-def apply_filter(nodes: list[NodeView], flt: FleetFilter) -> tuple[list[NodeView], FilterOptions]:
-    """Nodes with only the GPUs that pass the filter (nodes left empty dropped), and options."""
-    options = FilterOptions()
-    kept: list[NodeView] = []
-    for node in nodes:
-        gpus = []
-        for g in node.gpus:
-            options.add(g)
-            if flt.keeps(g):
-                gpus.append(g)
-        if gpus or not flt.active():
-            kept.append(
-                NodeView(
-                    node.name,
-                    node.state,
-                    node.reason,
-                    node.group,
-                    node.reason_user,
-                    node.reason_ts,
-                    gpus,
-                )
-            )
-    return kept, options
+class FleetCache:
+    """The classified fleet, shared by every page view, API call and scrape for `ttl_s`.
+
+    Telemetry arrives every ~10 s, so a few seconds of reuse changes nothing a person sees,
+    while many viewers and scrapers no longer multiply the cost of classifying 10k+ GPUs.
+    A ttl of 0 turns it off.
+    """
+
+    def __init__(self, ttl_s: float) -> None:
+        self.ttl_s = ttl_s
+        self.lock = threading.Lock()
+        self.value: tuple[float, tuple[dict[str, NodeView], list[Classified]]] | None = None
+
+    def rows(
+        self, session: Session, *, settings: Settings, now: float
+    ) -> tuple[dict[str, NodeView], list[Classified]]:
+        """The classified rows, rebuilt when older than the ttl (one builder at a time)."""
+        if self.ttl_s <= 0:
+            return classified_rows(session, settings=settings, now=now)
+        with self.lock:  # concurrent misses wait for one rebuild instead of each doing it
+            if self.value is None or time.monotonic() - self.value[0] >= self.ttl_s:
+                self.value = (time.monotonic(), classified_rows(session, settings=settings,
+                                                                 now=now))  # fmt: skip
+            return self.value[1]

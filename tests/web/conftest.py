@@ -22,6 +22,7 @@ def settings(migrated_url: str, engine: Engine, tmp_path: Path) -> Settings:
         database_url=migrated_url,
         agent_tokens=[AGENT_TOKEN],
         page_refresh_s=0,
+        fleet_cache_s=0,  # tests change the fleet between reads: no reuse
         data_dir=tmp_path,
     )
 

@@ -151,3 +151,21 @@ def test_metrics_and_health_endpoints(client: TestClient, auth: dict[str, str]) 
     metrics = client.get("/metrics").text
     assert 'fleetmedic_ingest_batches_total{result="stored"} 1.0' in metrics
     assert "fleetmedic_ingest_samples_total 4.0" in metrics
+
+
+def test_fleet_cache_reuses_the_classification_for_its_ttl_then_rebuilds(
+    settings: Settings, client: TestClient, auth: dict[str, str]
+) -> None:
+    from web.fleetstate import FleetCache
+
+    _ingest_fleet(client, auth)
+    factory = client.app.state.session_factory  # type: ignore[attr-defined]
+    cache = FleetCache(ttl_s=60)
+    with factory() as s:
+        first = cache.rows(s, settings=settings, now=time.time())
+        _correlate(client)  # Xid 79 becomes an incident: GPU 3 turns failing
+        again = cache.rows(s, settings=settings, now=time.time())
+        fresh = FleetCache(ttl_s=0).rows(s, settings=settings, now=time.time())
+    assert again is first  # within the ttl: the same classification, not rebuilt
+    assert [st.value for *_, st in first[1]][3] == "free"
+    assert [st.value for *_, st in fresh[1]][3] == "failing"

@@ -12,7 +12,7 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import ORJSONResponse, Response
 from sqlalchemy.orm import Session
 
-from timeline import queries
+from timeline import fleet, queries
 from timeline.models import EventKind
 from web.auth import require_reader
 
@@ -88,12 +88,10 @@ async def job(request: Request, job_id: str) -> dict[str, Any]:
 @router.get("/fleet", response_class=ORJSONResponse)
 async def fleet_state(request: Request) -> Response:
     """Every node and GPU classified busy / idle_allocated / free / failing / stale."""
-    from web.fleetstate import classified_fleet
-
-    settings = request.app.state.settings
+    settings, cache = request.app.state.settings, request.app.state.fleet_cache
 
     def build(s: Session) -> bytes:
-        views = classified_fleet(s, settings=settings, now=time.time())
+        views = fleet.views_of(*cache.rows(s, settings=settings, now=time.time()))
         # orjson serializes the dataclasses directly: 10k GPUs in milliseconds, not seconds.
         return orjson.dumps(views)
 

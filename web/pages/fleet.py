@@ -10,10 +10,11 @@ from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import HTMLResponse, Response
 
 from correlator import service as incidents
-from timeline.fleet import GpuState, NodeView, count_states
+from timeline.fleet import GpuState, NodeView
+from timeline.history import Holder
 from web import healerview
 from web.auth import Principal
-from web.fleetstate import STATE_CODES, FleetFilter, apply_filter, classified_fleet
+from web.fleetstate import STATE_CODES, FleetCache, FleetFilter, filter_options
 from web.pages.common import show
 from web.pages.templating import page_viewer
 
@@ -42,45 +43,62 @@ def _plotly_js() -> str:
     return get_plotlyjs()
 
 
-def grid_payload(nodes: list[NodeView]) -> dict[str, Any]:
+class GridBuilder:
     """The grid as compact arrays the page's canvas script draws (a few bytes per GPU).
 
     Each node is [name, group index, drained (0 no, 1 by a person, 2 by us), state letters,
-    utilizations (-1 unknown), job refs (-1 none)]; jobs are [job id, user].
+    utilizations (-1 unknown), job refs (-1 none), GPU indexes]; jobs are [job id, user].
     """
-    groups: dict[str, int] = {}
-    jobs: dict[str, int] = {}
-    job_rows: list[list[str]] = []
-    rows: list[list[Any]] = []
-    for n in nodes:
-        gi = groups.setdefault(n.group, len(groups))
-        refs = []
-        for g in n.gpus:
-            if g.job_id is None:
-                refs.append(-1)
-                continue
-            if g.job_id not in jobs:
-                jobs[g.job_id] = len(job_rows)
-                job_rows.append([g.job_id, g.user or ""])
-            refs.append(jobs[g.job_id])
-        drained = 2 if n.drained_by_us else 1 if n.drained else 0
-        states = "".join(STATE_CODES[g.state] for g in n.gpus)
-        utils = [-1 if g.util_gpu is None else round(g.util_gpu) for g in n.gpus]
-        indexes = [g.index if g.index is not None else i for i, g in enumerate(n.gpus)]
-        rows.append([n.name, gi, drained, states, utils, refs, indexes])
-    return {
-        "groups": list(groups),
-        "nodes": rows,
-        "jobs": job_rows,
-        "colors": {STATE_CODES[s]: c for s, c in STATE_COLORS.items()},
-        "labels": {STATE_CODES[s]: lbl for s, lbl in STATE_LABELS.items()},
-    }
+
+    def __init__(self, nodes: dict[str, NodeView]) -> None:
+        self.nodes = nodes
+        self.groups: dict[str, int] = {}
+        self.jobs: dict[str, int] = {}
+        self.job_rows: list[list[str]] = []
+        self.rows: dict[str, list[Any]] = {}
+        self.counts = dict.fromkeys(GpuState, 0)
+
+    def add(self, row: dict[str, Any], alloc: Holder | None, state: GpuState) -> None:
+        """One classified GPU."""
+        name = row["node"]
+        entry = self.rows.get(name)
+        if entry is None:
+            node = self.nodes[name]
+            gi = self.groups.setdefault(node.group, len(self.groups))
+            drained = 2 if node.drained_by_us else 1 if node.drained else 0
+            entry = self.rows[name] = [name, gi, drained, [], [], [], []]
+        ref = -1
+        if alloc is not None:
+            ref = self.jobs.get(alloc.job_id, -1)
+            if ref < 0:
+                ref = self.jobs[alloc.job_id] = len(self.job_rows)
+                self.job_rows.append([alloc.job_id, alloc.user or ""])
+        util = row.get("util_gpu")
+        entry[3].append(STATE_CODES[state])
+        entry[4].append(-1 if util is None else round(util))
+        entry[5].append(ref)
+        entry[6].append(row["index"] if row["index"] is not None else len(entry[6]))
+        self.counts[state] += 1
+
+    def payload(self) -> dict[str, Any]:
+        """The JSON the page embeds, nodes by name."""
+        nodes = [self.rows[n] for n in sorted(self.rows)]
+        for entry in nodes:
+            entry[3] = "".join(entry[3])
+        return {
+            "groups": list(self.groups),
+            "nodes": nodes,
+            "jobs": self.job_rows,
+            "colors": {STATE_CODES[s]: c for s, c in STATE_COLORS.items()},
+            "labels": {STATE_CODES[s]: lbl for s, lbl in STATE_LABELS.items()},
+        }
 
 
-def _header(nodes: list[NodeView], session: Any) -> dict[str, Any]:
-    counts = count_states(nodes)
-    drained_ours = sum(1 for n in nodes if n.drained_by_us)
-    drained_people = sum(1 for n in nodes if n.drained and not n.drained_by_us)
+def _header(grid: GridBuilder, session: Any) -> dict[str, Any]:
+    shown = [grid.nodes[name] for name in grid.rows]
+    drained_ours = sum(1 for n in shown if n.drained_by_us)
+    drained_people = sum(1 for n in shown if n.drained and not n.drained_by_us)
+    counts = grid.counts
     header: dict[str, Any] = {
         "total": sum(counts.values()),
         "states": [(s, STATE_LABELS[s], STATE_COLORS[s], counts[s]) for s in GpuState],
@@ -95,17 +113,24 @@ def _header(nodes: list[NodeView], session: Any) -> dict[str, Any]:
     return header
 
 
-def fleet_data(session: Any, *, settings: Any, flt: FleetFilter, now: float) -> dict[str, Any]:
+def fleet_data(
+    session: Any, *, settings: Any, flt: FleetFilter, now: float, cache: FleetCache | None = None
+) -> dict[str, Any]:
     """Everything the fleet page shows."""
-    everything = classified_fleet(session, settings=settings, now=now)
-    nodes, options = apply_filter(everything, flt)
+    cache = cache or FleetCache(0)
+    nodes, gpus = cache.rows(session, settings=settings, now=now)
+    grid = GridBuilder(nodes)
+    active = flt.active()
+    for row, alloc, _, state in gpus:
+        if not active or flt.keeps(row, alloc):
+            grid.add(row, alloc, state)
     return {
-        "header": _header(nodes, session),
-        "grid": grid_payload(nodes),
-        "gpu_count": sum(len(n.gpus) for n in nodes),
+        "header": _header(grid, session),
+        "grid": grid.payload(),
+        "gpu_count": sum(grid.counts.values()),
         "flt": flt,
         "plotly": True,
-        "options": {k: sorted(v) for k, v in vars(options).items()},
+        "options": filter_options(gpus),
         "incidents": incidents.list_incidents(session, state="open", limit=20),
         "now": now,
     }
@@ -123,7 +148,8 @@ async def fleet_page(
     """The fleet page."""
     flt = FleetFilter(partition, user, account, model)
     settings = request.app.state.settings
-    build = partial(fleet_data, settings=settings, flt=flt, now=time.time())
+    build = partial(fleet_data, settings=settings, flt=flt, now=time.time(),
+                    cache=request.app.state.fleet_cache)  # fmt: skip
     return await show(request, "fleet.html.jinja", build, principal=principal)
 
 
