@@ -1,7 +1,15 @@
 """`fleetmedic bench explain --json`: explain's accuracy on the labelled corpus of real excerpts.
 
-Prints {"n", "category_accuracy", "blame_accuracy", "node_accuracy"}; `--corpus DIR` points at
-another corpus laid out the same way (labels.json + the excerpt files), `--misses` lists misses.
+Top level (whole corpus, as before): {"n", "category_accuracy", "blame_accuracy",
+"node_accuracy"}. Added: the same figures and more for each split ("training", "validation",
+"validation_new_sources": validation cases whose source is not one of the original 92 cases'),
+and "before": the frozen figures today's rules scored before issue #11 changed any rule.
+
+Per split: culprit_accuracy (the node, over cases whose label names one), nothing_recognised_rate
+(cases with a failure to explain where explain recognised nothing), node_blame_on_user_or_oom
+(cases whose truth is the job's code or memory but explain blamed the node). A case's documented
+`alternative` reading counts as a hit, as in the per-case corpus test. `--corpus DIR` points at
+another corpus laid out the same way; `--misses` lists misses.
 """
 
 from __future__ import annotations
@@ -14,6 +22,8 @@ from typing import Any
 from correlator.explain import explain_bytes
 
 DEFAULT_CORPUS = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "corpus"
+BEFORE = Path(__file__).resolve().parent / "explain_before.json"
+_JOB_TRUTH = {"user_code", "oom_host", "oom_gpu"}
 
 
 def _same_node(got: str | None, want: str | None) -> bool:
@@ -22,36 +32,90 @@ def _same_node(got: str | None, want: str | None) -> bool:
     return got.lower() == want.lower()
 
 
+def _readings(case: dict[str, Any]) -> list[tuple[str | None, str]]:
+    wanted = [(case["category"], case["blame"])]
+    if "alternative" in case:
+        wanted.append((case["alternative"]["category"], case["alternative"]["blame"]))
+    return wanted
+
+
+def score_case(case: dict[str, Any], got: dict[str, Any]) -> dict[str, Any]:
+    """One case's outcome: which fields hit, and the two failure flags the bench counts."""
+    readings = _readings(case)
+    return {
+        "category": got["category"] in {c for c, _ in readings},
+        "blame": got["blame"] in {b for _, b in readings},
+        "node": _same_node(got["node"], case["node"]),
+        "named": case["node"] is not None,
+        "to_explain": case["category"] is not None,
+        "unrecognised": case["category"] is not None and got["category"] is None,
+        "node_blame_on_job": (
+            case["category"] in _JOB_TRUTH
+            and got["blame"] == "node"
+            and all(b != "node" for _, b in readings)
+        ),
+    }
+
+
+def _rate(hits: int, n: int) -> float:
+    return round(hits / n, 4) if n else 0.0
+
+
+def figures_of(outcomes: list[dict[str, Any]]) -> dict[str, Any]:
+    """Accuracy figures over a list of case outcomes."""
+    n = len(outcomes)
+    named = [o for o in outcomes if o["named"]]
+    to_explain = sum(o["to_explain"] for o in outcomes)
+    return {
+        "n": n,
+        "category_accuracy": _rate(sum(o["category"] for o in outcomes), n),
+        "blame_accuracy": _rate(sum(o["blame"] for o in outcomes), n),
+        "node_accuracy": _rate(sum(o["node"] for o in outcomes), n),
+        "culprit_named": len(named),
+        "culprit_accuracy": _rate(sum(o["node"] for o in named), len(named)),
+        "nothing_recognised_rate": _rate(sum(o["unrecognised"] for o in outcomes), to_explain),
+        "node_blame_on_user_or_oom": sum(o["node_blame_on_job"] for o in outcomes),
+    }
+
+
+def _original_sources(labels: list[dict[str, Any]]) -> set[str]:
+    return {c["source"] for c in labels if c.get("original")}
+
+
 def evaluate(corpus: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """Accuracy figures over a corpus and the list of cases that missed on any field."""
+    """Figures over a corpus (whole and per split) and the cases that missed on any field."""
     labels = json.loads((corpus / "labels.json").read_text("utf-8"))
-    hits = {"category": 0, "blame": 0, "node": 0}
+    old_sources = _original_sources(labels)
+    groups: dict[str, list[dict[str, Any]]] = {"all": []}
     misses: list[dict[str, Any]] = []
     for case in labels:
         got = explain_bytes((corpus / case["file"]).read_bytes()).to_dict()
-        ok = {
-            "category": got["category"] == case["category"],
-            "blame": got["blame"] == case["blame"],
-            "node": _same_node(got["node"], case["node"]),
-        }
-        for key, good in ok.items():
-            hits[key] += int(good)
-        if not all(ok.values()):
+        outcome = score_case(case, got)
+        split = case.get("split", "training")
+        keys = ["all", split]
+        if split == "validation" and case["source"] not in old_sources:
+            keys.append("validation_new_sources")
+        for key in keys:
+            groups.setdefault(key, []).append(outcome)
+        if not (outcome["category"] and outcome["blame"] and outcome["node"]):
+            fields = ("category", "blame", "node")
             misses.append(
                 {
                     "file": case["file"],
-                    "want": {k: case[k] for k in ok},
-                    "got": {k: got[k] for k in ok},
+                    "split": split,
+                    "want": {k: case[k] for k in fields},
+                    "got": {k: got[k] for k in fields},
                 }
             )
-    n = len(labels)
-    figures: dict[str, Any] = {
-        "n": n,
-        "category_accuracy": round(hits["category"] / n, 4) if n else 0.0,
-        "blame_accuracy": round(hits["blame"] / n, 4) if n else 0.0,
-        "node_accuracy": round(hits["node"] / n, 4) if n else 0.0,
-    }
+    whole = figures_of(groups.pop("all"))
+    figures: dict[str, Any] = {k: whole[k] for k in _TOP_KEYS}
+    for key in ("training", "validation", "validation_new_sources"):
+        if key in groups:
+            figures[key] = figures_of(groups[key])
     return figures, misses
+
+
+_TOP_KEYS = ("n", "category_accuracy", "blame_accuracy", "node_accuracy")
 
 
 def run(argv: list[str]) -> dict[str, Any]:
@@ -61,6 +125,8 @@ def run(argv: list[str]) -> dict[str, Any]:
     parser.add_argument("--misses", action="store_true", help="also list the cases that missed")
     args = parser.parse_args(argv)
     figures, misses = evaluate(args.corpus)
+    if args.corpus == DEFAULT_CORPUS and BEFORE.exists():
+        figures["before"] = json.loads(BEFORE.read_text("utf-8"))
     if args.misses:
         figures["misses"] = misses
     return figures

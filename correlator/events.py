@@ -90,6 +90,7 @@ class EventPass:
         self.new_ids = {r["id"] for r in rows}
         failures: dict[str, list[Ev]] = defaultdict(list)
         nccl: dict[str, list[Ev]] = defaultdict(list)
+        symptoms: dict[str, list[Ev]] = defaultdict(list)
         for row in rows:
             try:
                 ev = to_ev(row, self.gpus)
@@ -97,16 +98,22 @@ class EventPass:
                 ev.jobs = attribute(ev, self.index)
                 self.report.events_attributed += bool(ev.jobs)
                 self.report.events_classified += ev.verdict is not None
-                self._route(ev, failures, nccl)
+                self._route(ev, failures, nccl, symptoms)
             except Exception as exc:  # one bad event must not stall the cursor for all others
                 self._failed(row, exc)
         self.book.flush()
         self.report.events_read += len(rows)
         for job_id, evs in nccl.items():
-            self._nccl(self.index.jobs.get(job_id) or JobRef(job_id, "unknown"), evs)
+            self._nccl(self._job(job_id), evs)
         for job_id, evs in failures.items():
-            self._failure(self.index.jobs.get(job_id) or JobRef(job_id, "unknown"), evs[-1])
+            self._failure(self._job(job_id), _strongest(evs))
+        for job_id, evs in symptoms.items():
+            if not any(i.category for i in self.book.open_for(job_id=job_id)):
+                self._failure(self._job(job_id), _strongest(evs))  # the job's only evidence
         self.book.flush()
+
+    def _job(self, job_id: str) -> JobRef:
+        return self.index.jobs.get(job_id) or JobRef(job_id, "unknown")
 
     def _failed(self, row: Any, exc: Exception) -> None:
         self.report.events_failed += 1
@@ -115,7 +122,13 @@ class EventPass:
             _LOGGED.add(reason)
             log.warning("correlator skipped event %s: %s: %s", row["id"], reason, exc)
 
-    def _route(self, ev: Ev, failures: dict[str, list[Ev]], nccl: dict[str, list[Ev]]) -> None:
+    def _route(
+        self,
+        ev: Ev,
+        failures: dict[str, list[Ev]],
+        nccl: dict[str, list[Ev]],
+        symptoms: dict[str, list[Ev]],
+    ) -> None:
         v = ev.verdict
         if ev.kind is EventKind.JOB_STATE:
             job = ev.job_id or (ev.jobs[0].job_id if ev.jobs else None)
@@ -143,6 +156,8 @@ class EventPass:
         elif not ev.jobs:
             self.book.add(ev, v, [])  # e.g. a timeout no job claims: still worth a look
             self._probe([ev])
+        else:  # a symptom of a job's failure (peer error, bare exit code): filed if nothing else
+            symptoms[ev.jobs[0].job_id].append(ev)
 
     def _adopt_orphans(self, ev: Ev, inc: Incident) -> None:
         """A hardware fault that arrives after its job's NCCL timeouts were filed as unexplained
@@ -215,6 +230,11 @@ class EventPass:
         evs = self._job_events(job, first - s.correlator_nccl_lookback_s, max(e.ts for e in new))
         timeouts = [e for e in evs if e.kind is EventKind.NCCL_TIMEOUT]
         if not timeouts:
+            # Workers failed but no collective timed out: the failure itself says what it can
+            # (a rank's signal or exit code), unless a root cause on the job's nodes explains it.
+            failed = [e for e in new if e.verdict is not None and e.verdict.category is not None]
+            if failed:
+                self._failure(job, _strongest(failed))
             return
         nodes = self.index.nodes_of.get(job.job_id, set()) | {e.node for e in evs if e.node}
         ref = min(e.ts for e in timeouts)
@@ -305,3 +325,15 @@ class EventPass:
         if ev.verdict is not None and ev.verdict.category is not None:
             self.book.add(ev, ev.verdict, [job])
             self._probe([ev])
+
+
+def _strongest(evs: list[Ev]) -> Ev:
+    """The event whose verdict says most (root cause, known category, priority), latest on ties."""
+
+    def rank(e: Ev) -> tuple[int, int, int, float]:
+        v = e.verdict
+        if v is None:
+            return (-1, -1, -1, e.ts)
+        return (int(v.root_cause), int(v.category is not None), v.priority, e.ts)
+
+    return max(evs, key=rank)

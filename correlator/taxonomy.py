@@ -40,3 +40,7 @@ class Verdict:
     root_cause: bool = True  # False for consequences (Xid 45, NCCL timeouts, ChildFailedError)
     # Higher wins when several root causes compete for one failure (hardware > user code).
     priority: int = 0
+    # The host the evidence itself names as at fault (the remote peer of a socket error), and
+    # whether the host that logged the line is a suspect at all (not for timeouts/peer errors).
+    culprit: str | None = None
+    at_printer: bool = True

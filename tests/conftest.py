@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from typing import NoReturn
 
 import pytest
 from sqlalchemy import Engine, text
@@ -21,6 +22,13 @@ PG_ADMIN_URL = os.environ.get(
 
 def _require(flag: str) -> bool:
     return os.environ.get(flag, "") == "1"
+
+
+def missing(flag: str, reason: str) -> NoReturn:
+    """A real service or tool is not here: fail where `flag`=1 (CI), else skip loudly."""
+    if _require(flag):
+        pytest.fail(f"{flag}=1 but {reason}")
+    pytest.skip(f"SKIPPED ({reason})")
 
 
 def pg_available() -> str | None:

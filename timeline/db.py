@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 import tempfile
 import threading
 import uuid
@@ -15,7 +16,20 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.orm import Session, sessionmaker
 from sqlalchemy.pool import NullPool
 
-ALEMBIC_DIR = Path(__file__).resolve().parent.parent / "alembic"
+
+def _alembic_dir() -> Path:
+    """The migrations: beside the source tree, or where a wheel install put them."""
+    source = Path(__file__).resolve().parent.parent / "alembic"
+    if (source / "env.py").is_file():
+        return source
+    return Path(sys.prefix) / "share" / "fleetmedic" / "alembic"
+
+
+ALEMBIC_DIR = _alembic_dir()
+# A process paused or hung inside a transaction keeps its locks (the correlator's advisory lock,
+# row locks) until its connection dies, and a paused server replica's connections never die:
+# PostgreSQL ends such a session after this long instead, so the other replicas carry on.
+PG_IDLE_IN_TRANSACTION_S = 60
 
 
 def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
@@ -32,6 +46,13 @@ def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
     cur.close()
 
 
+def _pg_session_settings(dbapi_conn: Any, _record: Any) -> None:
+    cur = dbapi_conn.cursor()
+    cur.execute(f"SET idle_in_transaction_session_timeout = {PG_IDLE_IN_TRANSACTION_S * 1000}")
+    cur.close()
+    dbapi_conn.commit()  # a SET inside a transaction that rolls back would be undone
+
+
 def make_engine(url: str, **kwargs: Any) -> Engine:
     """An engine for `url`; SQLite files get WAL, synchronous=NORMAL and a busy timeout."""
     parsed = make_url(url)
@@ -46,7 +67,10 @@ def make_engine(url: str, **kwargs: Any) -> Engine:
     kwargs.setdefault("pool_pre_ping", True)
     if "poolclass" not in kwargs:
         kwargs.setdefault("pool_size", 10)
-    return create_engine(url, **kwargs)
+    engine = create_engine(url, **kwargs)
+    if engine.dialect.name == "postgresql":
+        event.listen(engine, "connect", _pg_session_settings)
+    return engine
 
 
 def write_lock(engine: Engine) -> AbstractContextManager[object]:
@@ -102,6 +126,34 @@ def scratch_database(
         with admin.connect() as conn:
             conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
         admin.dispose()
+
+
+def wait_for_database(url: str, *, timeout_s: float) -> None:
+    """Return once the database at `url` answers a query; raise its last error after timeout_s.
+
+    For a migration job started together with its database (a Helm hook, a systemd unit).
+    """
+    from sqlalchemy import text
+    from sqlalchemy.exc import DBAPIError
+    from tenacity import (
+        Retrying,
+        retry_if_exception_type,
+        stop_after_delay,
+        wait_exponential_jitter,
+    )
+
+    engine = make_engine(url, poolclass=NullPool)
+    try:
+        for attempt in Retrying(
+            retry=retry_if_exception_type(DBAPIError),
+            stop=stop_after_delay(timeout_s),
+            wait=wait_exponential_jitter(multiplier=0.5, max=5.0, jitter=0.5),
+            reraise=True,
+        ):
+            with attempt, engine.connect() as conn:
+                conn.execute(text("select 1"))
+    finally:
+        engine.dispose()
 
 
 def alembic_config(url: str) -> Any:

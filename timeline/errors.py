@@ -11,3 +11,7 @@ class BatchTooLarge(TimelineError):
 
 class NotFound(TimelineError):
     """The thing asked for is not in the store."""
+
+
+class StaleLeader(TimelineError):
+    """This process no longer holds the leader lease (or another epoch does): it must not act."""

@@ -74,6 +74,10 @@ class Settings(BaseSettings):
     page_refresh_s: int = 10
     idle_util_threshold: float = 5.0  # percent; allocated GPUs at or below this count as idle
 
+    # --- leader (replicas across hosts: one lease row in the store) ---
+    leader_lease_s: float = 15.0  # a leader that stops renewing is replaced after this long
+    leader_renew_s: float = 2.0  # how often the leader renews and the others try to take over
+
     # --- agent (node-side sources) ---
     agent_server_url: str = "http://127.0.0.1:8080"
     agent_token: SecretStr | None = None  # FLEETMEDIC_AGENT_TOKEN; never logged

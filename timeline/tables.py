@@ -218,6 +218,18 @@ allocations = Table(
     Index("ix_allocations_end_ts", "end_ts"),  # open allocations: end_ts IS NULL
 )
 
+# One row per lease (today: "leader"). Times are the database's clock, so replicas on hosts
+# whose clocks differ agree on expiry. The epoch grows whenever the lease changes hands.
+leases = Table(
+    "leases",
+    metadata,
+    Column("name", String(64), primary_key=True),
+    Column("holder", String(255), nullable=False),
+    Column("epoch", BigInteger, nullable=False),
+    Column("acquired_ts", Float, nullable=False),  # when the current term began
+    Column("expires_ts", Float, nullable=False),
+)
+
 __all__ = [
     "SAMPLE_FIELDS",
     "allocations",
@@ -225,6 +237,7 @@ __all__ = [
     "gpus",
     "ingest_batches",
     "jobs",
+    "leases",
     "metadata",
     "nodes",
     "samples",

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import logging
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -23,7 +22,7 @@ from web.api import heatmap, incidents, ingest, read
 from web.auth import TokenTable
 from web.fleetmetrics import DashboardCollector
 from web.fleetstate import FleetCache
-from web.leader import LeaderLock
+from web.leader import LeaseElector
 from web.logs import configure_logging
 from web.metrics import ServerMetrics
 from web.pages import ROUTERS as PAGE_ROUTERS
@@ -71,11 +70,14 @@ def create_app(
     engine = db.make_engine(settings.database_url)
     factory = db.make_sessionmaker(engine)
     runtime = ServerRuntime(factory)
-
-    # Every worker process serves requests; only the one holding the lock runs periodic work.
-    # One leader per database on this host: a demo and a server on other databases both lead.
-    db_key = hashlib.sha1(settings.database_url.encode()).hexdigest()[:12]
-    leader = LeaderLock(settings.data_dir / f"server-leader-{db_key}.lock", runtime.start)
+    # Every process (worker or replica) serves requests; only the lease holder runs periodic work.
+    leader = LeaseElector(
+        factory,
+        on_elected=runtime.start_leading,
+        on_deposed=runtime.stop_leading,
+        lease_s=settings.leader_lease_s,
+        renew_s=settings.leader_renew_s,
+    )
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
@@ -86,8 +88,7 @@ def create_app(
         try:
             yield
         finally:
-            leader.stop()
-            runtime.stop()
+            leader.stop()  # stops the periodic work, then releases the lease
             engine.dispose()
 
     app = FastAPI(
@@ -102,7 +103,7 @@ def create_app(
     app.state.session_factory = factory
     app.state.write_lock = db.write_lock(engine)
     app.state.fleet_cache = FleetCache(settings.fleet_cache_s)
-    app.state.metrics = ServerMetrics(registry)
+    app.state.metrics = ServerMetrics(leader, registry=registry)
     app.state.metrics.registry.register(
         DashboardCollector(factory, settings, app.state.fleet_cache)
     )

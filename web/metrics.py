@@ -8,11 +8,12 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from prometheus_client import CollectorRegistry, Counter
-from prometheus_client.core import CounterMetricFamily
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 from collector.health import all_health
 from timeline.models import AppendResult
+from web.leader import LeaseElector
 
 
 class _SourceHealthCollector(Collector):
@@ -34,10 +35,30 @@ class _SourceHealthCollector(Collector):
         yield errors
 
 
+class _LeaderCollector(Collector):
+    def __init__(self, elector: LeaseElector) -> None:
+        self.elector = elector
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        epoch = self.elector.epoch
+        yield GaugeMetricFamily(
+            "fleetmedic_leader",
+            "1 while this server process holds the leader lease and runs the periodic work",
+            value=0 if epoch is None else 1,
+        )
+        yield GaugeMetricFamily(
+            "fleetmedic_leader_epoch",
+            "The lease epoch this process leads (0 while it does not)",
+            value=epoch or 0,
+        )
+
+
 class ServerMetrics:
     """One registry per app, so tests can build many apps in one process."""
 
-    def __init__(self, registry: CollectorRegistry | None = None) -> None:
+    def __init__(
+        self, elector: LeaseElector | None = None, *, registry: CollectorRegistry | None = None
+    ) -> None:
         self.registry = registry if registry is not None else CollectorRegistry()
         self.batches = Counter(
             "fleetmedic_ingest_batches", "Batches received", ["result"], registry=self.registry
@@ -47,6 +68,8 @@ class ServerMetrics:
         )
         self.events = Counter("fleetmedic_ingest_events", "Events stored", registry=self.registry)
         self.registry.register(_SourceHealthCollector())
+        if elector is not None:
+            self.registry.register(_LeaderCollector(elector))
 
     def observe_ingest(self, result: AppendResult) -> None:
         """Count one ingest outcome."""

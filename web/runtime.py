@@ -1,6 +1,6 @@
 """Periodic work inside the server (cluster sources, correlator) on one APScheduler.
 
-With several replicas, only the leader will run these (deployment issue); today there is one.
+Every replica serves requests; only the leader (web.leader) runs this work.
 """
 
 from __future__ import annotations
@@ -15,8 +15,9 @@ from apscheduler.schedulers.background import BackgroundScheduler
 from sqlalchemy.orm import Session, sessionmaker
 
 from collector.base import Observations, Source, StreamingSource
-from timeline import service
+from timeline import lease, service
 from timeline.db import unit_of_work
+from timeline.errors import StaleLeader
 from timeline.models import Batch
 
 log = logging.getLogger(__name__)
@@ -57,28 +58,27 @@ def append_observations(factory: sessionmaker[Session], *, source: Source) -> in
 
 
 class ServerRuntime:
-    """Owns the scheduler of the server's periodic jobs; every job is failure-isolated."""
+    """Owns the server's periodic jobs and streams; they run only while this process leads.
 
-    def __init__(self, factory: sessionmaker[Session]) -> None:
+    The leader election (web.leader) calls start_leading(epoch) and stop_leading(). Jobs whose
+    writes must come from the leader only call `fence(session)` inside their transaction.
+    """
+
+    def __init__(self, factory: sessionmaker[Session], *, lease_name: str = "leader") -> None:
         self.factory = factory
-        self.scheduler = BackgroundScheduler(daemon=True)
+        self.lease_name = lease_name
         self.jobs: dict[str, Callable[[], object]] = {}
-        self.streams: list[tuple[StreamingSource, threading.Thread]] = []
+        self.streams: list[StreamingSource] = []
+        self.epoch: int | None = None  # the term this process leads, or led last
+        self._intervals: dict[str, float] = {}
+        self._scheduler: BackgroundScheduler | None = None
+        self._threads: list[threading.Thread] = []
         self._stop = threading.Event()
 
     def add(self, name: str, fn: Callable[[], object], interval_s: float) -> None:
-        """Run `fn` every `interval_s` seconds; one run at a time; errors logged, never fatal."""
-
-        def guarded() -> None:
-            try:
-                fn()
-            except Exception:
-                log.exception("periodic job %s failed; it runs again next interval", name)
-
+        """Run `fn` every `interval_s` seconds while leading; one run at a time; errors logged."""
         self.jobs[name] = fn
-        self.scheduler.add_job(
-            guarded, "interval", seconds=interval_s, id=name, max_instances=1, coalesce=True
-        )
+        self._intervals[name] = interval_s
 
     def add_source(self, scheduled: ScheduledSource) -> None:
         """Poll a cluster source on its interval."""
@@ -90,7 +90,36 @@ class ServerRuntime:
         )
 
     def add_stream(self, source: StreamingSource) -> None:
-        """Run a streaming source (e.g. Kubernetes watches) on its own thread once started."""
+        """Run a streaming source (e.g. Kubernetes watches) on its own thread while leading."""
+        self.streams.append(source)
+
+    def fence(self, session: Session) -> None:
+        """Raise StaleLeader unless this process's epoch still holds the lease (see lease.fence)."""
+        if self.epoch is None:
+            raise StaleLeader("this process has not led since it started")
+        lease.fence(session, name=self.lease_name, epoch=self.epoch)
+
+    def start_leading(self, epoch: int) -> None:
+        """Begin a term: start the scheduler (if it has jobs) and the streaming sources."""
+        self.epoch = epoch
+        self._stop = threading.Event()
+        if self.jobs:
+            self._scheduler = BackgroundScheduler(daemon=True)
+            for name, fn in self.jobs.items():
+                self._scheduler.add_job(
+                    _guarded(name, fn),
+                    "interval",
+                    seconds=self._intervals[name],
+                    id=name,
+                    max_instances=1,
+                    coalesce=True,
+                )
+            self._scheduler.start()
+        self._threads = [self._stream_thread(src, self._stop) for src in self.streams]
+        for thread in self._threads:
+            thread.start()
+
+    def _stream_thread(self, source: StreamingSource, stop: threading.Event) -> threading.Thread:
         name = source.name
 
         def emit(obs: Observations) -> None:
@@ -101,24 +130,35 @@ class ServerRuntime:
 
         def run() -> None:
             try:
-                source.run(emit, self._stop)
+                source.run(emit, stop)
             except Exception:
                 log.exception("streaming source %s stopped on an error", name)
 
-        self.streams.append((source, threading.Thread(target=run, name=name, daemon=True)))
+        return threading.Thread(target=run, name=name, daemon=True)
 
-    def start(self) -> None:
-        """Start the scheduler (if it has jobs) and the streaming sources."""
-        if self.jobs:
-            self.scheduler.start()
-        for _, thread in self.streams:
-            thread.start()
+    def stop_leading(self) -> None:
+        """End the term: stop the scheduler and the streams, waiting for running work.
 
-    def stop(self) -> None:
-        """Stop the scheduler and the streams, waiting for running work."""
+        `epoch` keeps the old term, so work still finishing is refused by the fence.
+        """
         self._stop.set()
-        if self.scheduler.running:
-            self.scheduler.shutdown(wait=True)
-        for _, thread in self.streams:
-            if thread.is_alive():  # never started where this process did not lead
-                thread.join(timeout=10)
+        if self._scheduler is not None and self._scheduler.running:
+            self._scheduler.shutdown(wait=True)
+        self._scheduler = None
+        for thread in self._threads:
+            thread.join(timeout=10)
+        self._threads = []
+
+
+def _guarded(name: str, fn: Callable[[], object]) -> Callable[[], None]:
+    """`fn` with its errors logged, never raised into the scheduler."""
+
+    def guarded() -> None:
+        try:
+            fn()
+        except StaleLeader as exc:
+            log.warning("periodic job %s refused: %s", name, exc)
+        except Exception:
+            log.exception("periodic job %s failed; it runs again next interval", name)
+
+    return guarded

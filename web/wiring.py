@@ -49,9 +49,14 @@ def configure_runtime(runtime: ServerRuntime, settings: Settings) -> None:
         from web.notify.jobs import build_notifier, run_notifier
 
         notifier = build_notifier(runtime.factory, settings)
-        # fence: the leadership check of issue #13 goes here; one leader per database today.
+        # The lease fence: a leader that lost its term records nothing as sent (issue #13).
         runtime.add(
-            "notifier", lambda: run_notifier(notifier, fence=None), settings.notify_interval_s
+            "notifier",
+            lambda: run_notifier(notifier, fence=runtime.fence),
+            settings.notify_interval_s,
         )
-        log.info("notifier every %.0f s on %d routes", settings.notify_interval_s,
-                 len(notifier.config.routes))  # fmt: skip
+        log.info(
+            "notifier every %.0f s on %d routes",
+            settings.notify_interval_s,
+            len(notifier.config.routes),
+        )

@@ -1,7 +1,7 @@
 """notifications: one row per incident state change, route and recipient (alerts sent once)
 
 Revision ID: 0006
-Revises: 0003
+Revises: 0008
 Create Date: 2026-11-23 11:30:00
 """
 
@@ -11,7 +11,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision: str = "0006"
-down_revision: str | None = "0003"
+down_revision: str | None = "0008"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

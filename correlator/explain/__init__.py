@@ -72,10 +72,9 @@ def explain_text(text: str) -> Explanation:
     evidence: list[str] = []
     for f in conclusion.support:
         raw = (f.event.raw or f.event.message).rstrip("\n")
-        if raw and raw not in evidence:
-            evidence.append(raw)
-        if len(evidence) >= _EVIDENCE_LINES:
-            break
+        for line in raw.splitlines():  # a multi-line event quotes each of its lines
+            if line.strip() and line not in evidence and len(evidence) < _EVIDENCE_LINES:
+                evidence.append(line)
     v = conclusion.verdict
     return Explanation(
         category=v.category.value if v.category else None,

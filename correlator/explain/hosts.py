@@ -11,7 +11,7 @@ _NOT_HOSTS = frozenset(
     {"localhost", "none", "null", "unknown", "kernel", "node", "host", "n/a", "nodes", "hostname"}
 )
 
-_MARKS = (":", "@", "node/", "NodeName=", "***")
+_MARKS = (":", "@", "node/", "NodeName=", "NodeList=", "***", "assigned ")
 _QUOTE = re.compile(r"^(?:\s*>\s?)+")
 
 # Each pattern captures the host in group "h"; the first that matches wins.
@@ -22,8 +22,17 @@ _LINE_PATTERNS: tuple[re.Pattern[str], ...] = (
         r"(?P<h>[A-Za-z0-9][\w.-]*) (?:kernel|slurmd|slurmstepd|kubelet|nvidia-\w+|dcgm\w*)"
         r"(?:\[\d+\])?:"
     ),
-    # NCCL: "gpu-node-07:1234:5678 [0] NCCL ..."
-    re.compile(r"^\s*(?P<h>[A-Za-z0-9][\w.-]*):\d+:\d+ \[\d+\]"),
+    # NCCL: "gpu-node-07:1234:5678 [0] NCCL ...", also behind a timestamp or with the pid:tid
+    # masked in a paste ("host-01:XXXXXX [5]")
+    re.compile(r"^\s*(?:\[[^\]]*\]\s*)?(?P<h>[A-Za-z0-9][\w.-]*):(?:\d+:\d+|X{3,}) \[\d+\]"),
+    # UCX: "[gpu-node-07:31180:0:31180] ib_mlx5_log.c:143 ..." (the "[" sometimes lost in a paste)
+    re.compile(r"^\s*\[?(?P<h>[A-Za-z0-9][\w.-]*):\d+\s*:\d+:\d+\]\s"),
+    # wall(1)/syslogd broadcast: "Message from syslogd@gpu-node-07 at Jun 17 13:06:42 ..."
+    re.compile(r"^\s*Message from syslogd@(?P<h>[A-Za-z0-9][\w.-]*) at "),
+    # Kubernetes scheduler event: "Successfully assigned ns/pod to gpu-node-07"
+    re.compile(r"Successfully assigned \S+ to (?P<h>[A-Za-z0-9][\w.-]*)\s*$"),
+    # slurmctld: "sched: Allocate JobId=12 NodeList=gpu-node-07 #CPUs=2" (one node, not a range)
+    re.compile(r"\bNodeList=(?P<h>[A-Za-z0-9][\w.-]*)(?=\s|$)"),
     # torch elastic ChildFailedError block: "  host      : gpu-node-07"
     re.compile(r"^\s*host\s*:\s*(?P<h>\S+)\s*$"),
     # Slurm: "*** JOB 12 ON gpu-node-07 CANCELLED ..." / "STEPD TERMINATED ON gpu-node-07 AT"

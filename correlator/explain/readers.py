@@ -63,7 +63,7 @@ def _first_rule(text: str) -> str | None:
     if not could_match(lower):
         return None
     for rule in PATTERNS:
-        if rule.kinds is None and rule.search(text, lower):
+        if rule.kinds is None and rule.judge(text, lower) is not None:
             return rule.name
     return None
 

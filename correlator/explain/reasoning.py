@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from correlator.explain.hosts import distinct
 from correlator.rules import caused_by, classify_event
-from correlator.taxonomy import Verdict
+from correlator.taxonomy import Category, Verdict
 from timeline.models import Event, EventKind
 
 
@@ -56,28 +56,66 @@ def conclude(found: list[Finding]) -> Conclusion | None:
     support = [f for f in found if supports(f)]
     others = [f for f in found if not supports(f)]
     confidence = min(0.99, best.verdict.confidence + 0.02 * (len(support) - 1))
-    verdict = Verdict(
-        category=best.verdict.category,
-        blame=best.verdict.blame,
-        action=best.verdict.action,
-        confidence=round(confidence, 2),
-        summary=best.verdict.summary,
-        root_cause=best.verdict.root_cause,
-        priority=best.verdict.priority,
-    )
+    verdict = replace(best.verdict, confidence=round(confidence, 2))
     ordered = sorted(support, key=lambda f: -_rank(f)[2])
     return Conclusion(verdict=verdict, support=ordered, others=others)
 
 
+def _as_named(peer: str, text_hosts: list[str]) -> str:
+    """A peer's interface name ("gpu4-ib.site", "gpu4.site") as the host the text calls it."""
+    low = peer.lower()
+    for host in text_hosts:
+        h = host.lower()
+        if low != h and (low.startswith(h + ".") or low.startswith(h + "-")):
+            return host
+    return peer
+
+
 def node_of(conclusion: Conclusion, text_hosts: list[str]) -> str | None:
-    """The one node the evidence names; else the one host the whole text names; else None."""
-    hosts = distinct([f.event.node for f in conclusion.support if f.event.node])
+    """The culprit host: the peer the evidence names, else the one host whose own lines show
+    the fault, else the one host the whole text names; never a host that only printed a
+    timeout or a peer's failure (None when the text does not settle it)."""
+    named = distinct([f.verdict.culprit for f in conclusion.support if f.verdict.culprit])
+    if named:
+        return _as_named(named[0], distinct(text_hosts)) if len(named) == 1 else None
+    own = [f for f in conclusion.support if f.verdict.at_printer]
+    if not own:
+        return None  # only symptoms or peer errors, and no peer named: the printer is no culprit
+    hosts = distinct([f.event.node for f in own if f.event.node])
     if len(hosts) == 1:
         return hosts[0]
-    if hosts:
-        return None  # several nodes show it: the text does not single one out
+    if hosts:  # several nodes show it: the first to fail, if the text's clocks say so
+        return first_in_time(own, conclusion.verdict)
     others = distinct(text_hosts)
     return others[0] if len(others) == 1 else None
+
+
+_CASCADE = {Category.USER_CODE, Category.OOM_HOST, Category.OOM_GPU}
+FIRST_MARGIN_S = 1.0
+
+
+def first_in_time(own: list[Finding], verdict: Verdict) -> str | None:
+    """The host whose failure came first, when one job's ranks failed on several hosts and the
+    text's own timestamps put one host ahead by FIRST_MARGIN_S; else None. Independent faults
+    of several nodes (drained nodes, link errors seen from both ends) are not a cascade."""
+    if verdict.category not in _CASCADE:
+        return None
+    first: dict[str, float] = {}
+    for f in own:
+        ev = f.event
+        if (
+            not ev.node
+            or ev.ts <= 0
+            or ev.payload.get("ts_unknown")
+            or ev.payload.get("ts_is_uptime")
+        ):
+            return None  # a clock the text does not show cannot order the hosts
+        key = ev.node.lower()
+        first[key] = min(first.get(key, ev.ts), ev.ts)
+    ordered = sorted(first.items(), key=lambda kv: kv[1])
+    if len(ordered) < 2 or ordered[1][1] - ordered[0][1] < FIRST_MARGIN_S:
+        return None
+    return next(f.event.node for f in own if f.event.node and f.event.node.lower() == ordered[0][0])
 
 
 def gpu_of(conclusion: Conclusion) -> tuple[str | None, int | None]:

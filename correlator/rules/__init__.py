@@ -6,6 +6,7 @@ only cross-event helper here is the repeated user-fault check for Xid 13/31/43.
 
 from __future__ import annotations
 
+from correlator.rules import signals
 from correlator.rules.patterns import PATTERNS, PatternRule, could_match
 from correlator.rules.xid import (
     CATALOG_SOURCE,
@@ -47,8 +48,11 @@ def _v(
     summary: str,
     root_cause: bool = True,
     priority: int = 0,
+    at_printer: bool = True,
 ) -> Verdict:
-    return Verdict(category, blame, action, confidence, summary, root_cause, priority)
+    return Verdict(
+        category, blame, action, confidence, summary, root_cause, priority, at_printer=at_printer
+    )
 
 
 _DRAIN = "drain the node, reset the GPU and resubmit the job"
@@ -106,6 +110,7 @@ KIND_DEFAULTS: dict[EventKind, Verdict] = {
         "a NCCL collective timed out (symptom; root cause not shown)",
         root_cause=False,
         priority=10,
+        at_printer=False,
     ),
     EventKind.NCCL_ERROR: _v(
         Category.INTERCONNECT,
@@ -115,6 +120,7 @@ KIND_DEFAULTS: dict[EventKind, Verdict] = {
         "NCCL reported an error",
         root_cause=False,
         priority=15,
+        at_printer=False,
     ),
     EventKind.CUDA_ERROR: _v(
         Category.USER_CODE,
@@ -157,6 +163,7 @@ KIND_DEFAULTS: dict[EventKind, Verdict] = {
         "the job stopped logging training steps",
         root_cause=False,
         priority=8,
+        at_printer=False,
     ),
 }
 
@@ -219,24 +226,22 @@ def classify_text(text: str, kind: EventKind | None = None) -> Verdict | None:
     for rule in PATTERNS:
         if rule.kinds is not None and (kind is None or kind not in rule.kinds):
             continue
-        if rule.search(text, lower):
-            return rule.verdict()
+        verdict = rule.judge(text, lower)
+        if verdict is not None:
+            return verdict
     return None
 
 
 def _child_failed(event: Event) -> Verdict | None:
-    if event.kind is not EventKind.CHILD_FAILED or event.payload.get("signal") != 9:
+    """A ChildFailedError or elastic failure: what its root rank's signal or exit code says."""
+    if event.kind is not EventKind.CHILD_FAILED:
         return None
-    return _v(
-        None,
-        Blame.UNKNOWN,
-        "read that rank's own log and the node's kernel log: SIGKILL usually comes from the "
-        "kernel OOM killer or from the scheduler",
-        0.2,
-        "a worker process of the distributed job was killed with SIGKILL",
-        root_cause=False,
-        priority=6,
-    )
+    signal, code = event.payload.get("signal"), event.payload.get("exit_code", event.code)
+    if isinstance(signal, int):
+        return signals.signal_verdict(signal)
+    if isinstance(code, int):
+        return signals.verdict_from(code)
+    return None
 
 
 def classify_event(event: Event) -> Verdict | None:

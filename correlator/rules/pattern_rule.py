@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
+from correlator.rules import signals
+from correlator.rules.hosts import peer_host
 from correlator.rules.needles import needles_of
+from correlator.rules.xid import xid_verdict
 from correlator.taxonomy import Blame, Category, Verdict
 from timeline.models import EventKind as K
 
@@ -34,6 +37,15 @@ class PatternRule:
     priority: int = 0
     kinds: frozenset[K] | None = None  # None: any kind of event
     needles: tuple[str, ...] = ()  # lower-case literals a match must contain (a cheap gate)
+    family: str = ""  # the emitter family the rule comes from (see emitters/*.json)
+    # Who the line points at: "printer" (the host that logged it), "peer" (the host captured in
+    # the regex group `peer`; never the printer), "peer_or_printer" (the peer if the line names
+    # one, else the printer), "none" (a symptom every rank prints).
+    culprit: str = "printer"
+    # "" gives the fixed verdict; "exit" asks the signal reasoner (groups `code`/`signal`);
+    # "xid" asks the Xid catalog (group `xid`).
+    reason: str = ""
+    shell: bool = False  # an exit `code` follows the shell's 128 + signal convention
 
     def search(self, text: str, lower: str) -> bool:
         """True when the rule matches `text` (`lower` is text.lower(), computed once)."""
@@ -42,7 +54,7 @@ class PatternRule:
         return self.regex.search(text) is not None
 
     def verdict(self) -> Verdict:
-        """The verdict this rule gives when it matches."""
+        """The verdict this rule gives when it matches (the fixed one; see `judge`)."""
         return Verdict(
             category=self.category,
             blame=self.blame,
@@ -51,7 +63,28 @@ class PatternRule:
             summary=self.summary,
             root_cause=self.root_cause,
             priority=self.priority,
+            at_printer=self.culprit == "printer",
         )
+
+    def judge(self, text: str, lower: str) -> Verdict | None:
+        """The verdict for `text` if the rule matches it, using what the match captured."""
+        if self.needles and not any(n in lower for n in self.needles):
+            return None
+        m = self.regex.search(text)
+        if m is None:
+            return None
+        groups = m.groupdict()
+        if self.reason == "exit":
+            base = signals.verdict_from(groups.get("code"), groups.get("signal"), shell=self.shell)
+        elif self.reason == "xid":
+            base = xid_verdict(int(groups["xid"]), text) if groups.get("xid") else None
+        else:
+            base = self.verdict()
+        if base is None:
+            return None
+        peer = peer_host(groups.get("peer")) if self.culprit.startswith("peer") else None
+        at_printer = self.culprit == "printer" or (self.culprit == "peer_or_printer" and not peer)
+        return replace(base, culprit=peer, at_printer=at_printer)
 
 
 def _r(pattern: str, flags: int = re.I) -> re.Pattern[str]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from correlator.rules.emitters import EMITTER_RULES
 from correlator.rules.needles import anchors_for
 from correlator.rules.pattern_rule import PatternRule
 from correlator.rules.patterns_hw import HARDWARE
@@ -9,8 +10,9 @@ from correlator.rules.patterns_job import JOB_AND_SCHEDULER
 
 __all__ = ["PATTERNS", "PatternRule", "could_match"]
 
-# Order matters: the first rule whose regex matches an event's text wins.
-PATTERNS: tuple[PatternRule, ...] = HARDWARE + JOB_AND_SCHEDULER
+# Order matters: the first rule whose regex matches an event's text wins. The emitter families
+# (written from each emitter's own source, see emitters/) are the most specific, so they go first.
+PATTERNS: tuple[PatternRule, ...] = EMITTER_RULES + HARDWARE + JOB_AND_SCHEDULER
 
 # Most log lines can match no rule at all: a few substring tests on the lower-cased line,
 # chosen so that every needle of every rule contains one of them, rule that out cheaply.

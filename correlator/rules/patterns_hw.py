@@ -183,6 +183,7 @@ HARDWARE: tuple[PatternRule, ...] = (
         summary="a NCCL peer connection broke",
         root_cause=False,
         priority=20,
+        culprit="none",  # the host that prints a peer's failure is not the culprit
     ),
     _p(
         "nccl_system_error",
@@ -196,5 +197,6 @@ HARDWARE: tuple[PatternRule, ...] = (
         confidence=0.45,
         summary="NCCL hit a system/network error",
         priority=35,
+        culprit="none",
     ),
 )

@@ -41,7 +41,9 @@ JOB_AND_SCHEDULER: tuple[PatternRule, ...] = (
     # --- user code ---------------------------------------------------------------------------
     _p(
         "device_assert",
-        r"device-side assert|cudaErrorAssert|CUDA_ERROR_ASSERT|Assertion `[^`]*`\s*failed",
+        # not "device-side assertions": PyTorch's hint printed under every CUDA error
+        r"device-side assert(?:ion)? triggered|device-side assert(?!ions)|cudaErrorAssert|"
+        r"CUDA_ERROR_ASSERT|Assertion `[^`]*`\s*failed",
         USER,
         Blame.JOB,
         action=_FIX + " (an index or value check failed in a GPU kernel; "
@@ -213,6 +215,7 @@ JOB_AND_SCHEDULER: tuple[PatternRule, ...] = (
         summary="a NCCL collective timed out (symptom; root cause not shown)",
         root_cause=False,
         priority=10,
+        culprit="none",  # every rank prints the timeout: the printer is no suspect
     ),
     # --- generic application errors (weakest) ------------------------------------------------
     _p(

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
+import os
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -11,8 +14,10 @@ import pytest
 from benchmarks.explain import evaluate, run
 from correlator.explain import explain_bytes
 
-CORPUS = Path(__file__).resolve().parents[1] / "fixtures" / "corpus"
+REPO = Path(__file__).resolve().parents[2]
+CORPUS = REPO / "tests" / "fixtures" / "corpus"
 LABELS: list[dict[str, Any]] = json.loads((CORPUS / "labels.json").read_text("utf-8"))
+TRAINING = [c for c in LABELS if c["split"] == "training"]
 CATEGORIES = {
     "gpu_hardware",
     "interconnect",
@@ -23,19 +28,71 @@ CATEGORIES = {
     "scheduler",
     "nccl_timeout_unknown",
 }
+# sha256 of the sorted validation sources, one per line. Frozen when the split was drawn
+# (random.Random(11).sample of a third of the sorted distinct sources): never re-draw it.
+VALIDATION_SHA256 = "0702de6645d780b08d41c75278a38e2335accbef871ded5022d2c3bfeae1315f"
+# Training cases explain still gets wrong, each with the reason; validation is never listed.
+KNOWN_TRAINING_MISSES: dict[str, str] = {
+    "126_k8s-evicted-ephemeral-exitcode-137.txt": "node named only in an alert's prose",
+    "128_k8s-evicted-diskpressure-table.txt": "node is a column of a headerless kubectl paste",
+    "146_nvidia-smi-handle-unknown-sxid-nvswitch.txt": (
+        "a lost GPU and fatal NVSwitch SXids: the rules rank the lost GPU first, the label "
+        "blames the NVSwitch fabric that took it down"
+    ),
+}
 
 
-def test_corpus_has_at_least_60_sourced_cases_covering_every_category() -> None:
-    assert len(LABELS) >= 60
-    # None: the text shows a failure but not its kind (cautious label), e.g. a bare SIGKILL.
+def test_corpus_has_300_sourced_cases_from_150_sources_covering_every_category() -> None:
+    assert len(LABELS) >= 300
+    assert len({case["source"] for case in LABELS}) >= 150
+    # None: the text shows no failure to explain (e.g. a healthy nvidia-smi -q).
     assert {case["category"] for case in LABELS} - {None} == CATEGORIES
     for case in LABELS:
         assert case["source"].startswith("https://"), case["file"]
+        assert case["why"].strip(), case["file"]
+        assert isinstance(case["original"], bool), case["file"]
         assert (CORPUS / case["file"]).read_text("utf-8").strip(), case["file"]
 
 
-@pytest.mark.parametrize("case", LABELS, ids=[c["file"] for c in LABELS])
-def test_explain_gives_the_labelled_verdict(case: dict[str, Any]) -> None:
+def test_validation_split_is_the_frozen_third_and_shares_no_source() -> None:
+    splits: dict[str, set[str]] = {"training": set(), "validation": set()}
+    for case in LABELS:
+        splits[case["split"]].add(case["source"])
+    assert not splits["training"] & splits["validation"]
+    everyone = splits["training"] | splits["validation"]
+    assert len(splits["validation"]) == round(len(everyone) / 3)
+    digest = hashlib.sha256("\n".join(sorted(splits["validation"])).encode()).hexdigest()
+    assert digest == VALIDATION_SHA256
+
+
+def _shared_tool(name: str) -> Path | None:
+    for base in (REPO.parent / "shared" / "tools", Path("/work/shared/tools")):
+        if (base / name).is_file():
+            return base / name
+    return None
+
+
+def test_no_corpus_source_is_on_the_excluded_list() -> None:
+    tool = _shared_tool("excluded-sources")
+    if tool is None:
+        reason = "excluded-sources not found in <repo>/../shared/tools or /work/shared/tools"
+        if os.environ.get("REQUIRE_SHARED_TOOLS", "") == "1":
+            pytest.fail(f"REQUIRE_SHARED_TOOLS=1 but {reason}")
+        pytest.skip(f"SKIPPED (no shared tools): {reason}")
+    done = subprocess.run(
+        [str(tool), "--labels", str(CORPUS / "labels.json")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+@pytest.mark.parametrize("case", TRAINING, ids=[c["file"] for c in TRAINING])
+def test_explain_gives_the_labelled_verdict_on_training_cases(case: dict[str, Any]) -> None:
+    if case["file"] in KNOWN_TRAINING_MISSES:
+        pytest.xfail(KNOWN_TRAINING_MISSES[case["file"]])
     got = explain_bytes((CORPUS / case["file"]).read_bytes()).to_dict()
     wanted = [(case["category"], case["blame"])]
     if "alternative" in case:  # documented ambiguous case: either reading is acceptable
@@ -66,25 +123,38 @@ def test_explain_names_only_nodes_in_the_text_and_quotes_evidence_verbatim(
     ]
     if got["node"] is not None:
         assert got["node"] in text
-    assert got["evidence"], "a verdict always quotes its evidence"
     for line in got["evidence"]:
         assert line in text
-    assert 0.0 < got["confidence"] <= 1.0
+    if got["confidence"] == 0.0:  # nothing recognised: no verdict, no evidence
+        assert got["category"] is None and not got["evidence"]
+    else:
+        assert got["evidence"], "a verdict always quotes its evidence"
+        assert 0.0 < got["confidence"] <= 1.0
     assert 1 <= got["explanation"].count(". ") + 1 <= 4  # a few plain sentences
 
 
-def test_corpus_accuracy_floor_holds() -> None:
-    figures, misses = evaluate(CORPUS)
-    # The only documented miss is 016 (Xid 13 followed by Xid 109, labelled cautiously as the
-    # program's fault; the rules read Xid 109 as NVIDIA's RESET_GPU). Floors leave no room for more.
-    assert figures["n"] == len(LABELS)
-    assert figures["category_accuracy"] >= 0.95
-    assert figures["blame_accuracy"] >= 0.95
-    assert figures["node_accuracy"] >= 0.95
-    assert {m["file"] for m in misses} <= {"016_xid13-then-xid109-gpud-doc.txt"}
-
-
-def test_bench_explain_prints_the_four_figures() -> None:
+def test_bench_explain_keeps_the_four_figures_and_adds_splits_and_before() -> None:
     result = run([])
-    assert set(result) == {"n", "category_accuracy", "blame_accuracy", "node_accuracy"}
+    assert {"n", "category_accuracy", "blame_accuracy", "node_accuracy"} <= set(result)
     assert result["n"] == len(LABELS)
+    for split in ("training", "validation", "validation_new_sources", "before"):
+        assert split in result
+    for split in ("training", "validation"):
+        assert set(result[split]) == {
+            "n",
+            "category_accuracy",
+            "blame_accuracy",
+            "node_accuracy",
+            "culprit_named",
+            "culprit_accuracy",
+            "nothing_recognised_rate",
+            "node_blame_on_user_or_oom",
+        }
+    assert result["training"]["n"] + result["validation"]["n"] == len(LABELS)
+    assert result["before"]["validation"]["n"] == result["validation"]["n"]
+
+
+def test_no_case_blames_the_node_for_the_jobs_own_code_or_memory() -> None:
+    figures, _ = evaluate(CORPUS)
+    assert figures["training"]["node_blame_on_user_or_oom"] == 0
+    assert figures["validation"]["node_blame_on_user_or_oom"] == 0

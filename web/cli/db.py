@@ -15,11 +15,17 @@ def register(app: typer.Typer) -> None:
     def upgrade(
         revision: str = typer.Argument("head", help="Target revision."),
         database_url: str = typer.Option(None, help="Overrides FLEETMEDIC_DATABASE_URL."),
+        wait: float = typer.Option(
+            0.0, help="Seconds to wait for the database to answer first (migration jobs)."
+        ),
     ) -> None:
         """Upgrade the schema to a revision (default: head)."""
         from timeline import db
 
         settings = Settings() if database_url is None else Settings(database_url=database_url)
+        if wait > 0:
+            typer.echo(f"waiting up to {wait:.0f} s for {settings.safe_database_url()}", err=True)
+            db.wait_for_database(settings.database_url, timeout_s=wait)
         db.upgrade(settings.database_url, revision)
         typer.echo(f"database {settings.safe_database_url()} at {revision}")
 

@@ -1,0 +1,92 @@
+"""Log-pattern rules written from the emitters' own sources, one JSON file per emitter family.
+
+Each file names the family, the sources its messages were read from (repository, path and
+commit, or a documentation URL), and its rules. A rule is a regex over one line (or one event's
+text) and the verdict that the emitter's documented meaning gives it:
+
+    {"name", "pattern", "means", "category", "blame", "confidence", "priority", "summary",
+     "action", optional "root_cause" (default true), "culprit" ("printer" | "peer" | "none"),
+     "culprit" may also be "peer_or_printer" (the named peer, else the host that logged it),
+     "reason" ("exit" | "xid": the verdict comes from the signal reasoner or the Xid catalog),
+     "shell" (exit codes use 128 + signal), "kinds" (limit to these event kinds)}
+
+`means` quotes or paraphrases the source's own meaning of the message; it is documentation and
+is checked only for being present.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from importlib import resources
+from typing import Any
+
+from correlator.rules.pattern_rule import PatternRule, _p
+from correlator.taxonomy import Blame, Category
+from timeline.models import EventKind
+
+_RULE_KEYS = {"name", "pattern", "means", "category", "blame", "confidence", "priority"}
+_OPTIONAL = {"summary", "action", "root_cause", "culprit", "reason", "shell", "kinds", "flags"}
+
+
+@dataclass(frozen=True)
+class Family:
+    """One emitter family: where its messages come from and the rules written from them."""
+
+    name: str
+    title: str
+    sources: tuple[dict[str, str], ...]
+    rules: tuple[PatternRule, ...]
+
+
+def _rule(family: str, spec: dict[str, Any]) -> PatternRule:
+    missing = _RULE_KEYS - set(spec)
+    unknown = set(spec) - _RULE_KEYS - _OPTIONAL
+    if missing or unknown:
+        raise ValueError(f"{family}/{spec.get('name')}: missing {missing}, unknown {unknown}")
+    category = None if spec["category"] is None else Category(spec["category"])
+    kinds = spec.get("kinds")
+    flags = {"case": 0, "multiline": re.I | re.M}.get(spec.get("flags", ""), re.I)
+    return _p(
+        spec["name"],
+        re.compile(spec["pattern"], flags),
+        category,
+        Blame(spec["blame"]),
+        action=spec.get("action", ""),
+        confidence=float(spec["confidence"]),
+        summary=spec.get("summary", ""),
+        root_cause=bool(spec.get("root_cause", True)),
+        priority=int(spec["priority"]),
+        kinds=frozenset(EventKind(k) for k in kinds) if kinds else None,
+        family=family,
+        culprit=spec.get("culprit", "printer"),
+        reason=spec.get("reason", ""),
+        shell=bool(spec.get("shell", False)),
+    )
+
+
+def _load(name: str) -> Family:
+    data = json.loads(resources.files(__name__).joinpath(name).read_text("utf-8"))
+    if not data.get("sources"):
+        raise ValueError(f"{name}: an emitter family needs its sources")
+    rules = tuple(_rule(data["family"], spec) for spec in data["rules"])
+    return Family(data["family"], data["title"], tuple(data["sources"]), rules)
+
+
+# Order matters: the first rule whose regex matches an event's text wins, so the families whose
+# messages are most specific come first and the launchers' exit statuses (weakest) come last.
+FAMILY_FILES = (
+    "dcgm.json",
+    "nvidia_smi.json",
+    "device_plugin.json",
+    "cuda.json",
+    "nccl.json",
+    "ib_verbs.json",
+    "pytorch.json",
+    "kubelet.json",
+    "slurm.json",
+    "launchers.json",
+)
+FAMILIES: tuple[Family, ...] = tuple(_load(f) for f in FAMILY_FILES)
+EMITTER_RULES: tuple[PatternRule, ...] = tuple(r for fam in FAMILIES for r in fam.rules)

@@ -1,0 +1,41 @@
+"""The remote peer a network error names, cleaned to a host that can be blamed (or None)."""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+
+# NCCL prints "10.0.0.7<43210>", PyTorch "[gpu-07]:29500" or "(gpu-07, 29500)", Gloo "gpu-07:29500".
+_WRAP = re.compile(r"^[\[(]?(?P<h>[^\]<>()\s,]+?)[\])]?(?:<\d+>|:\d+|,\s*\d+\))?[.,;:]*$")
+_HOSTNAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,253}$")
+# Not a host: placeholders in pastes and loopback names.
+_PLACEHOLDERS = re.compile(
+    r"^(?:localhost(?:\.localdomain)?|ip\d*|host\d*|hostname|node|master|none|null|unknown|"
+    r"<?n/?a>?|x+)$",
+    re.I,
+)
+
+
+def peer_host(value: str | None) -> str | None:
+    """A host or address fit to be named as the culprit, else None (masked, loopback, ...)."""
+    if not value:
+        return None
+    m = _WRAP.match(value.strip())
+    host = (m.group("h") if m else value.strip()).split("%")[0]  # fe80::1%ib0 -> fe80::1
+    if host.startswith("::ffff:"):
+        host = host[len("::ffff:") :]
+    if not host or "xx" in host.lower() or ".." in host or "*" in host:
+        return None  # masked by the reporter ("10.xxx.xxx.5", "172....", "***")
+    try:
+        addr = ipaddress.ip_address(host)
+    except ValueError:
+        if (
+            not _HOSTNAME.match(host)
+            or _PLACEHOLDERS.match(host)
+            or host.replace(".", "").isdigit()
+        ):
+            return None
+        return host
+    if addr.is_loopback or addr.is_unspecified or addr.is_link_local or addr.is_multicast:
+        return None
+    return host

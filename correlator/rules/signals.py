@@ -1,0 +1,190 @@
+"""What an exit status or a signal says about a failed process, and how sure that makes us.
+
+A launcher (torchrun, DeepSpeed, accelerate, srun, a shell, a container runtime) reports how a
+process ended in one of a few forms: a negative return code (Python's subprocess: -9), a shell or
+container status of 128 + N (137), a signal name ("Killed", "SIGKILL", "Segmentation fault") or
+a plain exit status (1, 127). Meanings follow signal(7) and the shells' 128 + N convention:
+
+- SIGKILL (9): nothing in the process asked for it; on a training node the usual sender is the
+  kernel OOM killer (host memory), less often the scheduler or an operator. With no other
+  evidence: oom_host, blame unknown, low confidence, and the explanation says why.
+- SIGSEGV (11), SIGABRT (6), SIGFPE (8), SIGILL (4): the program crashed: user_code / job.
+- SIGBUS (7): in PyTorch jobs almost always a too-small /dev/shm (shared memory): oom_host,
+  blame unknown.
+- SIGTERM (15), SIGINT (2), SIGHUP (1): the process was asked to stop (launcher tearing down
+  after another rank failed, scheduler time limit, Ctrl-C): a consequence, no category.
+- exit 126 / 127: command not executable / not found: user_code / job.
+- any other non-zero exit: the program reported an error itself: user_code / job, low
+  confidence. Exit 0 is not a failure.
+
+Every verdict here is a weak, symptom-level sign (root_cause False, low priority): any other
+recognised error in the same text outranks it.
+"""
+
+from __future__ import annotations
+
+import re
+
+from correlator.taxonomy import Blame, Category, Verdict
+
+SIGNAL_NAMES = {
+    1: "SIGHUP",
+    2: "SIGINT",
+    4: "SIGILL",
+    6: "SIGABRT",
+    7: "SIGBUS",
+    8: "SIGFPE",
+    9: "SIGKILL",
+    11: "SIGSEGV",
+    13: "SIGPIPE",
+    15: "SIGTERM",
+}
+# Words launchers print for a signal (strsignal(3), Python's Signals enum, PyTorch messages).
+_WORDS = {
+    "killed": 9,
+    "sigkill": 9,
+    "segmentation fault": 11,
+    "sigsegv": 11,
+    "aborted": 6,
+    "sigabrt": 6,
+    "bus error": 7,
+    "sigbus": 7,
+    "terminated": 15,
+    "sigterm": 15,
+    "interrupt": 2,
+    "sigint": 2,
+    "floating point exception": 8,
+    "sigfpe": 8,
+    "illegal instruction": 4,
+    "sigill": 4,
+    "hangup": 1,
+    "sighup": 1,
+}
+_CRASH = {11, 6, 8, 4}
+_STOP = {15, 2, 1, 13}
+
+
+def signal_of_word(word: str) -> int | None:
+    """The signal number a launcher's word for it names ("Killed", "SIGSEGV"), if any."""
+    return _WORDS.get(word.strip().lower())
+
+
+def decode(code: int | None, *, shell: bool = False) -> tuple[int | None, int | None]:
+    """(signal, exit status) from a reported code; negative codes and, for shells, 128+N."""
+    if code is None:
+        return None, None
+    if code < 0:
+        return -code, None
+    if shell and 128 < code < 160:
+        return code - 128, None
+    return None, code
+
+
+def _v(cat: Category | None, blame: Blame, conf: float, summary: str, action: str) -> Verdict:
+    return Verdict(
+        category=cat,
+        blame=blame,
+        action=action,
+        confidence=conf,
+        summary=summary,
+        root_cause=False,
+        priority=4 if cat is None else 7,
+    )
+
+
+def signal_verdict(sig: int) -> Verdict:
+    """What a process killed by signal `sig` (and nothing else) most likely means."""
+    name = SIGNAL_NAMES.get(sig, f"signal {sig}")
+    if sig == 9:
+        return _v(
+            Category.OOM_HOST,
+            Blame.UNKNOWN,
+            0.45,
+            f"a process was killed by {name} and no other error shows; SIGKILL is not sent by "
+            "the program itself, and on a training node the usual sender is the kernel OOM "
+            "killer, so host memory is the likely cause (the scheduler or an operator can also "
+            "send it)",
+            "check the node's kernel log for an OOM kill of that process; if there is one, "
+            "request more host memory or lower dataloader workers, then resubmit",
+        )
+    if sig in _CRASH:
+        return _v(
+            Category.USER_CODE,
+            Blame.JOB,
+            0.4,
+            f"a process crashed with {name}",
+            "fix the program (run it under a debugger or with core dumps) and resubmit; if it "
+            "recurs only on one node, suspect the node",
+        )
+    if sig == 7:
+        return _v(
+            Category.OOM_HOST,
+            Blame.UNKNOWN,
+            0.35,
+            "a process died of SIGBUS, which in PyTorch jobs almost always means /dev/shm "
+            "(shared memory) is too small for the dataloader",
+            "give the job a larger /dev/shm (or fewer dataloader workers) and resubmit",
+        )
+    if sig in _STOP:
+        return _v(
+            None,
+            Blame.UNKNOWN,
+            0.2,
+            f"a process was stopped with {name} (by its launcher, the scheduler or a user); "
+            "that is a consequence, not a cause",
+            "look for the first rank that failed, or for a time limit or cancel",
+        )
+    return _v(
+        None,
+        Blame.UNKNOWN,
+        0.2,
+        f"a process was killed by {name}",
+        "read that process's own log and the node's kernel log",
+    )
+
+
+def exit_verdict(status: int) -> Verdict | None:
+    """What a plain (non-signal) exit status means; None for 0 (success)."""
+    if status == 0:
+        return None
+    if status in (126, 127):
+        return _v(
+            Category.USER_CODE,
+            Blame.JOB,
+            0.5,
+            f"the command exited with status {status}: the program or interpreter could not "
+            "be found or run",
+            "fix the job's command line or environment and resubmit",
+        )
+    return _v(
+        Category.USER_CODE,
+        Blame.JOB,
+        0.35,
+        f"a process exited with status {status} and no other error shows; a non-zero exit "
+        "is the program reporting its own failure",
+        "read the failing process's own output (its traceback) and resubmit after fixing it",
+    )
+
+
+_NUMBER = re.compile(r"-?\d+")
+
+
+def verdict_from(
+    code: str | int | None = None, signal: str | int | None = None, *, shell: bool = False
+) -> Verdict | None:
+    """Verdict from the pieces a rule captured: an exit code and/or a signal (number or word)."""
+    sig: int | None = None
+    if isinstance(signal, int):
+        sig = signal
+    elif signal:
+        m = _NUMBER.search(signal)
+        sig = abs(int(m.group())) if m else signal_of_word(signal)
+    status: int | None = None
+    if sig is None and code is not None:
+        m = _NUMBER.search(str(code))
+        sig, status = decode(int(m.group()) if m else None, shell=shell)
+    if sig is not None:
+        return signal_verdict(sig)
+    if status is not None:
+        return exit_verdict(status)
+    return None

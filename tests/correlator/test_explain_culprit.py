@@ -1,0 +1,113 @@
+"""Which host `explain` names when several hosts speak: the one at fault, never a bystander.
+
+Lines follow the emitters' formats (NCCL WARN prefix, TCPStore, Gloo pair.cc, torch elastic,
+syslog); host names are made up.
+"""
+
+from __future__ import annotations
+
+from correlator.explain import explain_text
+
+
+def test_nccl_peer_closed_names_the_remote_peer_not_the_printer() -> None:
+    got = explain_text(
+        "gpu-a:2311:2390 [0] misc/socket.cc:58 NCCL WARN socketProgress: Connection closed by "
+        "remote peer gpu-b<40213>\n"
+        "gpu-a:2311:2390 [0] NCCL INFO misc/socket.cc:80 -> 6\n"
+    )
+    assert (got.category, got.blame, got.node) == ("interconnect", "unknown", "gpu-b")
+
+
+def test_a_peers_interface_name_is_reported_as_the_host_the_text_calls_it() -> None:
+    got = explain_text(
+        "gpu-a:1:2 [3] misc/socket.cc:49 NCCL WARN socketProgress: Connection closed by remote "
+        "peer gpu-b-ib.cluster.example<5569>\n"
+        "gpu-b:7:8 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[0] via NET/IB/0\n"
+    )
+    assert got.node == "gpu-b"
+
+
+def test_tcpstore_loss_names_the_store_host() -> None:
+    got = explain_text(
+        "[W304 19:44:41.898456436 TCPStore.cpp:125] [c10d] recvValue failed on SocketImpl(fd=73,"
+        " addr=[gpu-a]:46764, remote=[gpu-c]:29500): Failed to recv, got 0 bytes. Connection "
+        "was likely closed. Did the remote server shutdown or crash?\n"
+    )
+    assert (got.category, got.node) == ("interconnect", "gpu-c")
+
+
+def test_gloo_peer_closed_names_the_peer_address() -> None:
+    got = explain_text(
+        "RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:598] Connection closed by"
+        " peer [10.20.0.14]:8594\n"
+    )
+    assert (got.category, got.node) == ("interconnect", "10.20.0.14")
+
+
+def test_a_loopback_or_masked_peer_names_nobody() -> None:
+    for peer in ("[localhost]:29500", "[127.0.0.1]:58054", "[10.xx.xx.4]:1234"):
+        got = explain_text(f"RuntimeError: [pair.cc:598] Connection closed by peer {peer}\n")
+        assert got.category == "interconnect" and got.node is None, peer
+
+
+def test_a_host_that_only_printed_a_timeout_is_not_named() -> None:
+    got = explain_text(
+        "alice@gpu-a:~$ tail -2 train.log\n"
+        "[rank0]:[E321 02:07:08.408271257 ProcessGroupNCCL.cpp:607] [Rank 0] Watchdog caught "
+        "collective operation timeout: WorkNCCL(SeqNum=1580, OpType=ALLREDUCE, NumelIn=1, "
+        "NumelOut=1, Timeout(ms)=600000) ran for 600060 milliseconds before timing out.\n"
+    )
+    assert (got.category, got.blame, got.node) == ("nccl_timeout_unknown", "unknown", None)
+
+
+def test_the_host_whose_own_line_shows_the_fault_beats_the_hosts_that_timed_out() -> None:
+    got = explain_text(
+        "gpu-b:11:12 [1] NCCL WARN Cuda failure 'out of memory'\n"
+        "gpu-a:21:22 [0] NCCL WARN socketProgress: Connection closed by remote peer gpu-b<4>\n"
+        "[rank0]:[E ProcessGroupNCCL.cpp:607] [Rank 0] Watchdog caught collective operation "
+        "timeout: WorkNCCL(SeqNum=9, OpType=ALLREDUCE) ran for 600060 milliseconds\n"
+    )
+    assert (got.category, got.blame, got.node) == ("oom_gpu", "job", "gpu-b")
+
+
+def test_the_first_host_to_fail_is_named_when_the_text_clocks_order_them() -> None:
+    got = explain_text(
+        "Mar  1 10:02:10 gpu-b kernel: NVRM: Xid (PCI:0000:3b:00): 31, pid=777, name=python, "
+        "Ch 00000008, intr 00000000. MMU Fault: ENGINE GRAPHICS GPCCLIENT_T1_0 faulted @ "
+        "0x7f00_00000000. Fault is of type FAULT_PDE ACCESS_TYPE_VIRT_READ\n"
+        "Mar  1 10:00:05 gpu-a kernel: NVRM: Xid (PCI:0000:3b:00): 31, pid=4242, name=python, "
+        "Ch 00000008, intr 00000000. MMU Fault: ENGINE GRAPHICS GPCCLIENT_T1_0 faulted @ "
+        "0x7f00_00000000. Fault is of type FAULT_PDE ACCESS_TYPE_VIRT_READ\n"
+    )
+    assert (got.category, got.node) == ("user_code", "gpu-a")
+
+
+def test_independent_node_faults_name_no_single_node() -> None:
+    got = explain_text(
+        "[2025-07-04T00:54:23.932] update_node: node gpu-a reason set to: Kill task failed\n"
+        "[2025-07-04T01:54:23.932] update_node: node gpu-b reason set to: Kill task failed\n"
+    )
+    assert (got.category, got.node) == ("node", None)
+
+
+def test_torch_elastic_names_the_root_cause_ranks_host() -> None:
+    got = explain_text(
+        "torch.distributed.elastic.multiprocessing.errors.ChildFailedError:\n"
+        "============================================================\n"
+        "train.py FAILED\n"
+        "------------------------------------------------------------\n"
+        "Failures:\n"
+        "  <NO_OTHER_FAILURES>\n"
+        "------------------------------------------------------------\n"
+        "Root Cause (first observed failure):\n"
+        "[0]:\n"
+        "  time      : 2025-05-21_15:43:03\n"
+        "  host      : gpu-d\n"
+        "  rank      : 3 (local_rank: 3)\n"
+        "  exitcode  : -9 (pid: 14750)\n"
+        "  error_file: <N/A>\n"
+        "  traceback : Signal 9 (SIGKILL) received by PID 14750\n"
+        "============================================================\n"
+    )
+    assert (got.category, got.blame, got.node) == ("oom_host", "unknown", "gpu-d")
+    assert "OOM killer" in got.explanation

@@ -1,0 +1,139 @@
+"""Live incidents agree with `explain` on the corpus: the same text through the agent's parsers,
+the store (`timeline.service.append_batch`) and the correlator gives the same category and blame.
+
+A case goes through ingest when the agent's own log parsers (kernel log, job log) turn its text
+into the events `explain` concludes from. The others cannot, and are counted by reason:
+
+- `structured`: explain reads tool output (nvidia-smi, sacct, dcgmi diag, dcgm-exporter) that
+  the agent collects through its own sources (NVML, DCGM, Slurm), not as log text;
+- `not parsed`: the evidence is a line the agent's log parsers do not turn into an event
+  (kubectl output, Slurm controller and admin commands, launcher exit lines, prose quotes);
+- `not an incident`: a job its owner cancelled, which the live correlator does not file.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy.orm import sessionmaker
+
+from collector.parse.joblog import parse_job_text
+from collector.parse.kernel import parse_kernel_text
+from correlator import service as incidents
+from correlator.explain import explain_bytes
+from correlator.explain.readers import read
+from correlator.explain.reasoning import Conclusion, conclude, findings
+from correlator.flows import correlate_once
+from timeline import db, service
+from timeline.db import unit_of_work
+from timeline.models import Allocation, Batch, Event, EventKind, GpuInfo, Job, Node, Scheduler
+from timeline.settings import Settings
+
+CORPUS = Path(__file__).resolve().parents[1] / "fixtures" / "corpus"
+LABELS: list[dict[str, Any]] = json.loads((CORPUS / "labels.json").read_text("utf-8"))
+T0 = 1_700_000_000.0
+DAY = 86_400.0
+
+
+def _pair(conclusion: Conclusion | None) -> tuple[str | None, str] | None:
+    if conclusion is None:
+        return None
+    return (conclusion.verdict.category, conclusion.verdict.blame)
+
+
+def _owner_cancel(conclusion: Conclusion) -> bool:
+    return all(
+        f.event.kind is EventKind.JOB_STATE
+        and f.event.payload.get("state") == "CANCELLED"
+        and "reason" not in f.event.payload
+        for f in conclusion.support
+    )
+
+
+def _why_not(text: str, agent: list[Event], want: tuple[str | None, str]) -> str | None:
+    """None when the case can go through ingest, else the reason it cannot."""
+    local = conclude(findings(agent))
+    if _pair(local) == want and local is not None:
+        return "not an incident" if _owner_cancel(local) else None
+    explained = conclude(findings(read(text)[0]))
+    assert explained is not None
+    pattern = any("pattern" in f.event.payload for f in explained.support)
+    return "not parsed" if pattern else "structured"
+
+
+def _batch(**items: Any) -> Batch:
+    return Batch(agent="test", node="server", batch_id=uuid.uuid4().hex, **items)
+
+
+@pytest.fixture(scope="module")
+def outcome(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """Every explained case through the store and one correlator pass; results per case."""
+    url = f"sqlite:///{tmp_path_factory.mktemp('ingest') / 'fleetmedic.db'}"
+    db.upgrade(url)
+    engine = db.make_engine(url)
+    factory = sessionmaker(engine)
+    gpus, nodes, jobs, allocs, events = [], [], [], [], []
+    cases: dict[str, dict[str, Any]] = {}
+    for i, case in enumerate(LABELS):
+        text = (CORPUS / case["file"]).read_text("utf-8")
+        got = explain_bytes(text.encode()).to_dict()
+        if got["category"] is None:
+            continue  # nothing explained: nothing to agree with
+        node, job, base = f"n{i:03d}", f"j{i:03d}", T0 + i * DAY
+        agent = parse_kernel_text(text, node=node) + parse_job_text(text, node=node, job_id=job)
+        want = (got["category"], got["blame"])
+        cases[case["file"]] = {"want": want, "node": node, "job": job}
+        why = _why_not(text, agent, want)
+        if why:
+            cases[case["file"]]["why_not"] = why
+            continue
+        for k, ev in enumerate(agent):  # the agent stamps what it reads with its own clock
+            ev.ts, ev.node = base + 60 + k, node
+        events += agent
+        gpus.append(GpuInfo(uuid=f"GPU-{node}", node=node, index=0, pci_bus_id="0000:44:00.0"))
+        nodes.append(Node(name=node, scheduler=Scheduler.SLURM, state="MIXED", gpu_count=1))
+        jobs.append(
+            Job(scheduler=Scheduler.SLURM, job_id=job, user="alice", state="RUNNING",
+                start_ts=base, end_ts=base + 7200, nodes=[node], gpus=1)
+        )  # fmt: skip
+        allocs.append(
+            Allocation(scheduler=Scheduler.SLURM, job_id=job, node=node, gpu_index=0,
+                       gpu_uuid=f"GPU-{node}", start_ts=base, end_ts=base + 7200)
+        )  # fmt: skip
+    with unit_of_work(factory) as s:
+        service.append_batch(s, batch=_batch(gpus=gpus, nodes=nodes))
+        service.append_batch(s, batch=_batch(jobs=jobs, allocations=allocs))
+        service.append_batch(s, batch=_batch(events=events), received_ts=T0)
+    settings = Settings(database_url=url, correlator_max_events=len(events) + 1000)
+    correlate_once(factory, settings=settings, now=T0 + (len(LABELS) + 30) * DAY)
+    with unit_of_work(factory) as s:
+        filed = incidents.list_incidents(s, limit=100_000)
+    engine.dispose()
+    for entry in cases.values():
+        entry["live"] = {
+            (inc.category, inc.blame)
+            for inc in filed
+            if inc.culprit_node == entry["node"] or entry["job"] in inc.job_ids()
+        }
+    return cases
+
+
+def test_live_incidents_agree_with_explain_wherever_the_case_goes_through_ingest(
+    outcome: dict[str, Any],
+) -> None:
+    through = {f: c for f, c in outcome.items() if "why_not" not in c}
+    disagree = {f: (c["want"], sorted(c["live"], key=str)) for f, c in through.items()}
+    disagree = {f: d for f, d in disagree.items() if d[0] not in outcome[f]["live"]}
+    assert not disagree
+    assert len(through) >= 170  # most of the corpus goes through the agent's own parsers
+
+
+def test_cases_that_cannot_go_through_ingest_have_a_reason(outcome: dict[str, Any]) -> None:
+    reasons = Counter(c.get("why_not", "through ingest") for c in outcome.values())
+    assert set(reasons) <= {"through ingest", "structured", "not parsed", "not an incident"}
+    assert reasons["not an incident"] <= 2
