@@ -169,3 +169,32 @@ def test_a_route_over_its_rate_limit_defers_the_rest_to_a_later_pass() -> None:
     assert not limiter.allow("r", 130.0)  # third in the same minute waits
     assert limiter.allow("other", 130.0)  # limits are per route
     assert limiter.allow("r", 161.0)  # the first one aged out
+
+
+@pytest.mark.parametrize("migrated_url", ["sqlite"], indirect=True)
+def test_the_servers_notifier_job_is_fenced_by_the_leader_lease(
+    session_factory: sessionmaker[Session], migrated_url: str, tmp_path: Path
+) -> None:
+    from timeline.errors import StaleLeader
+    from web.runtime import ServerRuntime
+    from web.wiring import configure_runtime
+
+    routes = tmp_path / "routes.toml"
+    with HttpReceiver() as rx:
+        routes.write_text(f'[[route]]\nname = "all"\nsink = "webhook"\nto = "{rx.url}/all"\n')
+        settings = Settings(
+            database_url=migrated_url,
+            data_dir=tmp_path,
+            idle_min_duration_s=600,
+            notify_enabled=True,
+            notify_routes_file=routes,
+            correlator_enabled=False,
+        )
+        seed(session_factory, settings, nodes=8, history_s=1200)
+        runtime = ServerRuntime(session_factory)
+        configure_runtime(runtime, settings)
+        with pytest.raises(StaleLeader):  # never led: the plan transaction is refused
+            runtime.jobs["notifier"]()
+        assert rx.received == []
+    with session_factory() as s:
+        assert notify.list_deliveries(s) == []
