@@ -44,77 +44,54 @@ def _insert(factory: sessionmaker[Session], table: Any, rows: list[dict[str, Any
             s.execute(insert(table), rows[i : i + CHUNK])
 
 
+def _node_rows(names: list[str], now: float) -> list[dict[str, Any]]:
+    rows: list[dict[str, Any]] = [
+        {"name": n, "scheduler": "slurm", "cluster": "bench", "state": "IDLE",
+         "labels": {"partition": f"p{i % 4}"}, "reason": None, "reason_user": None,
+         "reason_ts": None, "taints": [], "updated_ts": now, "last_seen_ts": now}
+        for i, n in enumerate(names)
+    ]  # fmt: skip
+    for row in rows[:: max(len(rows) // 50, 1)]:  # ~2% drained by a person
+        row.update(state="DRAIN", reason="bad fan", reason_user="ops", reason_ts=now - 3600)
+    return rows
+
+
+def _job_rows(names: list[str], now: float) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """A job holding all 8 GPUs of each of the first 70% of the nodes, and its allocations."""
+    jobs, allocs = [], []
+    for k, n in enumerate(names[: int(len(names) * 0.7)]):
+        job_id = str(100_000 + k)
+        jobs.append(
+            {"scheduler": "slurm", "cluster": "bench", "job_id": job_id, "name": f"train-{k}",
+             "user": f"user{k % 50}", "account": f"acct{k % 12}", "partition": f"p{k % 4}",
+             "state": "RUNNING", "start_ts": now - 6 * 3600, "nodes": [n], "gpus": 8,
+             "payload": {}, "updated_ts": now, "restart_count": 0}
+        )  # fmt: skip
+        allocs += [
+            {"scheduler": "slurm", "job_id": job_id, "node": n, "gpu_index": i,
+             "start_ts": now - 6 * 3600}
+            for i in range(8)
+        ]  # fmt: skip
+    return jobs, allocs
+
+
 def _seed_fleet(
     factory: sessionmaker[Session], gpus: int, now: float, rng: random.Random
 ) -> dict[str, Any]:
-    nodes = max(gpus // 8, 1)
-    names = [f"gpu-{n:05d}" for n in range(nodes)]
-    node_rows: list[dict[str, Any]] = [
-        {
-            "name": n,
-            "scheduler": "slurm",
-            "cluster": "bench",
-            "state": "IDLE",
-            "labels": {"partition": f"p{i % 4}"},
-            "reason": None,
-            "reason_user": None,
-            "reason_ts": None,
-            "taints": [],
-            "updated_ts": now,
-            "last_seen_ts": now,
-        }
-        for i, n in enumerate(names)
-    ]
-    for row in node_rows[:: max(nodes // 50, 1)]:  # ~2% drained by a person
-        row.update(state="DRAIN", reason="bad fan", reason_user="ops", reason_ts=now - 3600)
+    names = [f"gpu-{n:05d}" for n in range(max(gpus // 8, 1))]
     gpu_rows = [
-        {
-            "uuid": f"GPU-{n}-{i}",
-            "node": n,
-            "index": i,
-            "pci_bus_id": f"00000000:{0x18 + 16 * i:02X}:00.0",
-            "name": "NVIDIA H100 80GB HBM3",
-            "updated_ts": now,
-        }
+        {"uuid": f"GPU-{n}-{i}", "node": n, "index": i,
+         "pci_bus_id": f"00000000:{0x18 + 16 * i:02X}:00.0", "name": "NVIDIA H100 80GB HBM3",
+         "updated_ts": now}
         for n in names
         for i in range(8)
-    ]
-    _insert(factory, t.nodes, node_rows)
-    _insert(factory, t.gpus, gpu_rows[:gpus])
-    jobs, allocs = [], []
-    for k, n in enumerate(names[: int(nodes * 0.7)]):
-        job_id = str(100_000 + k)
-        jobs.append(
-            {
-                "scheduler": "slurm",
-                "cluster": "bench",
-                "job_id": job_id,
-                "name": f"train-{k}",
-                "user": f"user{k % 50}",
-                "account": f"acct{k % 12}",
-                "partition": f"p{k % 4}",
-                "state": "RUNNING",
-                "start_ts": now - 6 * 3600,
-                "nodes": [n],
-                "gpus": 8,
-                "payload": {},
-                "updated_ts": now,
-                "restart_count": 0,
-            }
-        )
-        allocs += [
-            {
-                "scheduler": "slurm",
-                "job_id": job_id,
-                "node": n,
-                "gpu_index": i,
-                "start_ts": now - 6 * 3600,
-            }
-            for i in range(8)
-        ]
+    ][:gpus]  # fmt: skip
+    jobs, allocs = _job_rows(names, now)
+    _insert(factory, t.nodes, _node_rows(names, now))
+    _insert(factory, t.gpus, gpu_rows)
     _insert(factory, t.jobs, jobs)
     _insert(factory, t.allocations, allocs)
-    return {"names": names, "gpus": gpu_rows[:gpus], "jobs": jobs}
+    return {"names": names, "gpus": gpu_rows, "jobs": jobs}
 
 
 def _seed_samples(
@@ -146,70 +123,34 @@ def _seed_samples(
 
 
 def _seed_findings(factory: sessionmaker[Session], fleet: dict[str, Any], now: float) -> None:
+    """~500 Xid events, an incident per 200 GPUs (a tenth open), an idle GPU per 10 jobs."""
     gpus = fleet["gpus"]
-    events, incidents, idle = [], [], []
-    for k, g in enumerate(gpus[:: max(len(gpus) // 500, 1)]):
-        events.append(
-            {
-                "ts": now - k,
-                "received_ts": now - k,
-                "node": g["node"],
-                "source": "kmsg",
-                "kind": "xid",
-                "gpu_uuid": g["uuid"],
-                "code": 79 if k % 5 == 0 else 31,
-                "severity": "critical",
-                "message": "NVRM: Xid 79, GPU has fallen off the bus.",
-                "payload": {},
-                "count": 1,
-            }
-        )
+    events = [
+        {"ts": now - k, "received_ts": now - k, "node": g["node"], "source": "kmsg",
+         "kind": "xid", "gpu_uuid": g["uuid"], "code": 79 if k % 5 == 0 else 31,
+         "severity": "critical", "message": "NVRM: Xid 79, GPU has fallen off the bus.",
+         "payload": {}, "count": 1}
+        for k, g in enumerate(gpus[:: max(len(gpus) // 500, 1)])
+    ]  # fmt: skip
+    incidents = [
+        {"fingerprint": f"fp{k}", "occurrence": 1, "state": "open" if k % 10 == 0 else "resolved",
+         "category": "gpu_hardware", "blame": "node", "title": "Xid 79: GPU has fallen off the bus",
+         "kind": "xid", "code": 79, "culprit_node": g["node"], "culprit_gpu_uuid": g["uuid"],
+         "culprit_gpu_index": g["index"], "affected_jobs": [], "opened_ts": now - 600,
+         "last_seen_ts": now - 60, "updated_ts": now, "count": 1, "confidence": 0.95,
+         "explanation": "GPU fell off the bus.", "evidence_event_ids": [1],
+         "symptom_event_ids": [], "details": {}}
+        for k, g in enumerate(gpus[::200])
+    ]  # fmt: skip
+    idle = [
+        {"state": "open", "scheduler": "slurm", "job_id": job["job_id"], "user": job["user"],
+         "account": job["account"], "node": job["nodes"][0],
+         "gpu_uuid": f"GPU-{job['nodes'][0]}-0", "gpu_index": 0, "idle_since_ts": now - 7200,
+         "last_seen_ts": now, "gpu_hours": 2.0, "cost": 4.0, "updated_ts": now}
+        for job in fleet["jobs"][::10]
+    ]  # fmt: skip
     _insert(factory, t.events, events)
-    for k, g in enumerate(gpus[::200]):
-        incidents.append(
-            {
-                "fingerprint": f"fp{k}",
-                "occurrence": 1,
-                "state": "open" if k % 10 == 0 else "resolved",
-                "category": "gpu_hardware",
-                "blame": "node",
-                "title": "Xid 79: GPU has fallen off the bus",
-                "kind": "xid",
-                "code": 79,
-                "culprit_node": g["node"],
-                "culprit_gpu_uuid": g["uuid"],
-                "culprit_gpu_index": g["index"],
-                "affected_jobs": [],
-                "opened_ts": now - 600,
-                "last_seen_ts": now - 60,
-                "updated_ts": now,
-                "count": 1,
-                "confidence": 0.95,
-                "explanation": "GPU fell off the bus.",
-                "evidence_event_ids": [1],
-                "symptom_event_ids": [],
-                "details": {},
-            }
-        )
     _insert(factory, ct.incidents, incidents)
-    for job in fleet["jobs"][::10]:
-        idle.append(
-            {
-                "state": "open",
-                "scheduler": "slurm",
-                "job_id": job["job_id"],
-                "user": job["user"],
-                "account": job["account"],
-                "node": job["nodes"][0],
-                "gpu_uuid": f"GPU-{job['nodes'][0]}-0",
-                "gpu_index": 0,
-                "idle_since_ts": now - 7200,
-                "last_seen_ts": now,
-                "gpu_hours": 2.0,
-                "cost": 4.0,
-                "updated_ts": now,
-            }
-        )
     _insert(factory, ct.idle_findings, idle)
 
 

@@ -54,6 +54,20 @@ def _error_handlers(app: FastAPI) -> None:
         return JSONResponse(status_code=400, content={"detail": str(exc)})
 
 
+def _routes(app: FastAPI) -> None:
+    """The API, the pages and their static assets."""
+    for router in (
+        login_page.router,
+        ingest.router,
+        read.router,
+        incidents.router,
+        heatmap.router,
+        *PAGE_ROUTERS,
+    ):
+        app.include_router(router)
+    app.mount("/assets", StaticFiles(directory=STATIC_DIR), name="assets")
+
+
 def create_app(
     settings: Settings,
     *,
@@ -102,11 +116,9 @@ def create_app(
     app.state.engine = engine
     app.state.session_factory = factory
     app.state.write_lock = db.write_lock(engine)
-    app.state.fleet_cache = FleetCache(settings.fleet_cache_s)
+    app.state.fleet_cache = cache = FleetCache(settings.fleet_cache_s)
     app.state.metrics = ServerMetrics(leader, registry=registry)
-    app.state.metrics.registry.register(
-        DashboardCollector(factory, settings, app.state.fleet_cache)
-    )
+    app.state.metrics.registry.register(DashboardCollector(factory, settings, cache))
     app.state.runtime = runtime
     app.state.leader = leader
     app.add_middleware(
@@ -118,14 +130,7 @@ def create_app(
         https_only=settings.session_https_only,
     )
     _error_handlers(app)
-    app.include_router(login_page.router)
-    app.include_router(ingest.router)
-    app.include_router(read.router)
-    app.include_router(incidents.router)
-    app.include_router(heatmap.router)
-    for router in PAGE_ROUTERS:
-        app.include_router(router)
-    app.mount("/assets", StaticFiles(directory=STATIC_DIR), name="assets")
+    _routes(app)
 
     @app.get("/healthz", include_in_schema=False)
     def healthz() -> PlainTextResponse:
