@@ -57,6 +57,7 @@ def gpu_timeseries(
         "data": data,
         "layout": _layout(
             520,
+            xaxis={"type": "date", "anchor": "y3"},  # time ticks under the lowest panel
             yaxis={"title": "util %", "domain": [0.68, 1.0], "range": [0, 105]},
             yaxis2={"title": "power W", "domain": [0.35, 0.63]},
             yaxis3={"title": "memory MiB", "domain": [0.0, 0.3]},
