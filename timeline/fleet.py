@@ -196,10 +196,11 @@ def classify_all(
         for n in history.node_states(session)
     }  # fmt: skip
     out: list[Classified] = []
+    any_failing = bool(failing.gpus or failing.nodes)
     for row in latest:
         node = row["node"]
         alloc = by_gpu.get((node, row["index"])) or whole_node.get(node)
-        bad = failing.for_gpu(node, row["uuid"], row["pci_bus_id"])
+        bad = failing.for_gpu(node, row["uuid"], row["pci_bus_id"]) if any_failing else None
         state = classify(row, now=now, allocated=alloc is not None, failing=bad is not None,
                          idle_threshold=idle_threshold, stale_after_s=stale_after_s)  # fmt: skip
         out.append((row, alloc, bad, state))

@@ -98,6 +98,7 @@ class FleetCache:
             return classified_rows(session, settings=settings, now=now)
         with self.lock:  # concurrent misses wait for one rebuild instead of each doing it
             if self.value is None or time.monotonic() - self.value[0] >= self.ttl_s:
-                self.value = (time.monotonic(), classified_rows(session, settings=settings,
-                                                                 now=now))  # fmt: skip
+                rows = classified_rows(session, settings=settings, now=now)
+                # Stamped when built: a build slower than the ttl is still reused for a ttl.
+                self.value = (time.monotonic(), rows)
             return self.value[1]

@@ -95,9 +95,8 @@ class GridBuilder:
 
 
 def _header(grid: GridBuilder, session: Any) -> dict[str, Any]:
-    shown = [grid.nodes[name] for name in grid.rows]
-    drained_ours = sum(1 for n in shown if n.drained_by_us)
-    drained_people = sum(1 for n in shown if n.drained and not n.drained_by_us)
+    drained_ours = sum(1 for e in grid.rows.values() if e[2] == 2)
+    drained_people = sum(1 for e in grid.rows.values() if e[2] == 1)
     counts = grid.counts
     header: dict[str, Any] = {
         "total": sum(counts.values()),
