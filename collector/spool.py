@@ -4,6 +4,10 @@ put() commits before it returns, so a SIGKILL loses nothing that was accepted. t
 batch from the oldest items and persists its batch_id in the same transaction; until that batch
 is acked (or split/quarantined) take() hands back the very same batch, so a re-send after a
 crash carries the same batch_id and the server stores it once.
+
+Items the server will never take go to the dead-letter table one by one, with the server's
+answer: those it rejected in an accepted batch (ack), and a batch isolated down to one item
+(quarantine). Nothing leaves the spool any other way, so nothing is lost silently.
 """
 
 from __future__ import annotations
@@ -13,7 +17,7 @@ import sqlite3
 import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -37,8 +41,10 @@ CREATE TABLE IF NOT EXISTS batches (
     created_ts REAL NOT NULL,
     attempts INTEGER NOT NULL DEFAULT 0
 );
-CREATE TABLE IF NOT EXISTS dead_letter (
-    batch_id TEXT PRIMARY KEY,
+CREATE TABLE IF NOT EXISTS dead_items (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    batch_id TEXT NOT NULL,
+    kind TEXT NOT NULL,
     ts REAL NOT NULL,
     status INTEGER,
     detail TEXT,
@@ -96,6 +102,9 @@ class Spool:
         self._db.execute("PRAGMA synchronous=FULL")
         self._db.execute("PRAGMA busy_timeout=5000")
         self._db.executescript(_SCHEMA)
+        columns = {r[1] for r in self._db.execute("PRAGMA table_info(batches)")}
+        if "failures" not in columns:  # a spool written by an older agent
+            self._db.execute("ALTER TABLE batches ADD COLUMN failures INTEGER NOT NULL DEFAULT 0")
         self._rows, self._bytes = self._db.execute(
             "SELECT count(*), coalesce(sum(nbytes), 0) FROM items"
         ).fetchone()
@@ -150,21 +159,43 @@ class Spool:
                 )
             return self._load(batch_id)
 
-    def ack(self, batch_id: str) -> int:
-        """The server stored (or already had) this batch: delete its items. Returns how many."""
+    def ack(
+        self, batch_id: str, *, rejected: Mapping[tuple[str, int], tuple[int, str]] | None = None
+    ) -> int:
+        """The server stored (or already had) this batch: delete its items. Returns how many.
+
+        `rejected` maps (kind, index in that kind's list) to the server's (status, reason) for
+        items it left out; they go to the dead letters instead.
+        """
+        rejected = rejected or {}
         with self._lock, self._tx():
-            counts = self._kind_counts(batch_id)
-            nbytes = self._db.execute(
-                "SELECT coalesce(sum(nbytes), 0) FROM items WHERE batch_id = ?", (batch_id,)
-            ).fetchone()[0]
+            batch = self._load(batch_id)
+            dead = [
+                (batch_id, kind, self._clock(), status, detail[:4096], batch.items[kind][i])
+                for (kind, i), (status, detail) in rejected.items()
+                if i < len(batch.items.get(kind, []))
+            ]
+            self._dead_letter(dead)
             self._db.execute("DELETE FROM items WHERE batch_id = ?", (batch_id,))
             self._db.execute("DELETE FROM batches WHERE batch_id = ?", (batch_id,))
-            for kind, n in counts.items():
-                self._bump(f"delivered_{kind}", n)
-            total = sum(counts.values())
-            self._rows -= total
-            self._bytes -= nbytes
-            return total
+            for kind, bodies in batch.items.items():
+                delivered = len(bodies) - sum(1 for d in dead if d[1] == kind)
+                if delivered:
+                    self._bump(f"delivered_{kind}", delivered)
+            self._rows -= batch.size()
+            self._bytes -= batch.nbytes
+            return batch.size() - len(dead)
+
+    def record_failure(self, batch_id: str) -> int:
+        """Count one more server error for this batch; returns its count so far."""
+        with self._lock, self._tx():
+            self._db.execute(
+                "UPDATE batches SET failures = failures + 1 WHERE batch_id = ?", (batch_id,)
+            )
+            row = self._db.execute(
+                "SELECT failures FROM batches WHERE batch_id = ?", (batch_id,)
+            ).fetchone()
+        return int(row[0]) if row else 0
 
     def split(self, batch_id: str) -> list[str]:
         """Replace a batch the server refused as too large by two halves (new ids, persisted)."""
@@ -194,18 +225,20 @@ class Spool:
             return new_ids
 
     def quarantine(self, batch_id: str, *, status: int | None, detail: str) -> int:
-        """Move a batch the server will never accept into the dead-letter table; count it."""
+        """Move a batch the server will never accept, item by item, to the dead letters."""
         with self._lock, self._tx():
             if not self._db.execute(
                 "SELECT 1 FROM batches WHERE batch_id = ?", (batch_id,)
             ).fetchone():
                 return 0
             batch = self._load(batch_id)
-            body = batch.body(agent="?", node="?").decode()
-            self._db.execute(
-                "INSERT OR REPLACE INTO dead_letter (batch_id, ts, status, detail, body) "
-                "VALUES (?, ?, ?, ?, ?)",
-                (batch_id, self._clock(), status, detail[:4096], body),
+            now = self._clock()
+            self._dead_letter(
+                [
+                    (batch_id, kind, now, status, detail[:4096], body)
+                    for kind, bodies in batch.items.items()
+                    for body in bodies
+                ]
             )
             self._db.execute("DELETE FROM items WHERE batch_id = ?", (batch_id,))
             self._db.execute("DELETE FROM batches WHERE batch_id = ?", (batch_id,))
@@ -216,7 +249,8 @@ class Spool:
         return batch.size()
 
     def counters(self) -> dict[str, int]:
-        """Monotonic counters: produced_/delivered_<kind>, dropped_samples, quarantined_*."""
+        """Monotonic counters: produced_/delivered_<kind>, dropped_samples, quarantined_*,
+        dead_lettered_items, split_batches."""
         with self._lock:
             return dict(self._db.execute("SELECT name, value FROM counters").fetchall())
 
@@ -232,16 +266,43 @@ class Spool:
             return [r[0] for r in rows]
 
     def dead_letters(self) -> list[dict[str, object]]:
-        """The quarantined batches with the server's reason."""
+        """The items the server will never take, oldest first, with its answer (and whole
+        batches an older agent quarantined in this file, as kind "batch")."""
+        keys = ("batch_id", "kind", "ts", "status", "detail", "body")
         with self._lock:
-            rows = self._db.execute("SELECT batch_id, ts, status, detail, body FROM dead_letter")
-            keys = ("batch_id", "ts", "status", "detail", "body")
-            return [dict(zip(keys, r, strict=True)) for r in rows]
+            rows = list(
+                self._db.execute(
+                    "SELECT batch_id, kind, ts, status, detail, body FROM dead_items ORDER BY id"
+                )
+            )
+            legacy = self._db.execute(
+                "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'dead_letter'"
+            ).fetchone()
+            if legacy:
+                rows = (
+                    list(
+                        self._db.execute(
+                            "SELECT batch_id, 'batch', ts, status, detail, body FROM dead_letter "
+                            "ORDER BY ts"
+                        )
+                    )
+                    + rows
+                )
+        return [dict(zip(keys, r, strict=True)) for r in rows]
 
     # --- internals (callers hold self._lock) ---
 
     def _tx(self) -> _Transaction:
         return _Transaction(self._db)
+
+    def _dead_letter(self, rows: Sequence[tuple[str, str, float, int | None, str, str]]) -> None:
+        if rows:
+            self._db.executemany(
+                "INSERT INTO dead_items (batch_id, kind, ts, status, detail, body) "
+                "VALUES (?, ?, ?, ?, ?, ?)",
+                rows,
+            )
+            self._bump("dead_lettered_items", len(rows))
 
     def _bump(self, name: str, n: int) -> None:
         self._db.execute(
@@ -298,12 +359,6 @@ class Spool:
             batch.items.setdefault(kind, []).append(body)
             batch.nbytes += nbytes
         return batch
-
-    def _kind_counts(self, batch_id: str) -> dict[str, int]:
-        rows = self._db.execute(
-            "SELECT kind, count(*) FROM items WHERE batch_id = ? GROUP BY kind", (batch_id,)
-        )
-        return {k: int(n) for k, n in rows}
 
 
 class _Transaction:

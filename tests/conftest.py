@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from typing import NoReturn
 
 import pytest
+from hypothesis import settings as hypothesis_settings
 from sqlalchemy import Engine, text
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -14,6 +15,11 @@ import correlator.tables  # noqa: F401  (registers the correlator's tables on me
 import timeline.deliveries  # noqa: F401  (registers the notifications table)
 from timeline import db
 from timeline.tables import metadata
+
+# Property tests keep no example database in the work tree and have no per-example deadline
+# (several engineers share two cores: timings are noise here).
+hypothesis_settings.register_profile("fleetmedic", database=None, deadline=None)
+hypothesis_settings.load_profile("fleetmedic")
 
 PG_ADMIN_URL = os.environ.get(
     "FLEETMEDIC_TEST_PG_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test"

@@ -2,19 +2,23 @@
 
 from __future__ import annotations
 
+import sqlite3
 import sys
 import tempfile
 import threading
 import uuid
 from collections.abc import Iterator
-from contextlib import AbstractContextManager, contextmanager, nullcontext
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from sqlalchemy import Engine, create_engine, event
+from sqlalchemy import exc as sa_exc
 from sqlalchemy.engine import make_url
 from sqlalchemy.orm import Session, sessionmaker
 from sqlalchemy.pool import NullPool
+
+from timeline.errors import StoreUnavailable
 
 
 def _alembic_dir() -> Path:
@@ -32,12 +36,19 @@ ALEMBIC_DIR = _alembic_dir()
 PG_IDLE_IN_TRANSACTION_S = 60
 
 
-def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
+def _sqlite_pragmas(busy_timeout_s: float) -> Any:
+    def on_connect(dbapi_conn: Any, _record: Any) -> None:
+        _set_pragmas(dbapi_conn, int(busy_timeout_s * 1000))
+
+    return on_connect
+
+
+def _set_pragmas(dbapi_conn: Any, busy_ms: int) -> None:
     cur = dbapi_conn.cursor()
     # WAL lets the dashboard read while ingest writes; NORMAL is durable across app crashes.
     cur.execute("PRAGMA journal_mode=WAL")
     cur.execute("PRAGMA synchronous=NORMAL")
-    cur.execute("PRAGMA busy_timeout=10000")
+    cur.execute(f"PRAGMA busy_timeout={busy_ms}")
     cur.execute("PRAGMA cache_size=-65536")  # 64 MiB: index pages of hot GPUs stay cached
     # Checkpoints fsync the database inside whichever commit crosses the threshold; fewer,
     # larger ones cut ingest stalls (measured: 17.5k -> 22k samples/s in `bench ingest`).
@@ -46,40 +57,61 @@ def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
     cur.close()
 
 
-def _pg_session_settings(dbapi_conn: Any, _record: Any) -> None:
-    cur = dbapi_conn.cursor()
-    cur.execute(f"SET idle_in_transaction_session_timeout = {PG_IDLE_IN_TRANSACTION_S * 1000}")
-    cur.close()
-    dbapi_conn.commit()  # a SET inside a transaction that rolls back would be undone
+def make_engine(url: str, *, busy_timeout_s: float = 10.0, **kwargs: Any) -> Engine:
+    """An engine for `url`; SQLite files get WAL, synchronous=NORMAL and a busy timeout.
 
-
-def make_engine(url: str, **kwargs: Any) -> Engine:
-    """An engine for `url`; SQLite files get WAL, synchronous=NORMAL and a busy timeout."""
+    `busy_timeout_s` bounds the wait on a locked database: SQLite's busy timeout, PostgreSQL's
+    lock_timeout. Past it the statement fails, and StoreUnavailable says "try again later".
+    PostgreSQL sessions also end transactions left idle PG_IDLE_IN_TRANSACTION_S.
+    """
     parsed = make_url(url)
     if parsed.get_backend_name() == "sqlite":
         if parsed.database and parsed.database != ":memory:":
             Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
         engine = create_engine(
-            url, connect_args={"check_same_thread": False, "timeout": 10}, **kwargs
+            url, connect_args={"check_same_thread": False, "timeout": busy_timeout_s}, **kwargs
         )
-        event.listen(engine, "connect", _sqlite_pragmas)
+        event.listen(engine, "connect", _sqlite_pragmas(busy_timeout_s))
         return engine
     kwargs.setdefault("pool_pre_ping", True)
+    ms = max(1, int(busy_timeout_s * 1000))
+    idle_ms = PG_IDLE_IN_TRANSACTION_S * 1000
+    options = f"-c lock_timeout={ms} -c idle_in_transaction_session_timeout={idle_ms}"
+    kwargs.setdefault("connect_args", {"options": options})
     if "poolclass" not in kwargs:
         kwargs.setdefault("pool_size", 10)
-    engine = create_engine(url, **kwargs)
-    if engine.dialect.name == "postgresql":
-        event.listen(engine, "connect", _pg_session_settings)
-    return engine
+    return create_engine(url, **kwargs)
 
 
-def write_lock(engine: Engine) -> AbstractContextManager[object]:
-    """A lock that serializes writers in this process on SQLite (a no-op on PostgreSQL).
+class WriteLock:
+    """Serializes writers in this process on SQLite (a no-op on PostgreSQL), with a bound.
 
     SQLite takes one writer at a time; waiting on a Python lock is cheaper and fairer than
-    SQLite's busy handler, which sleeps and polls.
+    SQLite's busy handler, which sleeps and polls. A writer that waits past `timeout_s` gets
+    StoreUnavailable (503 with Retry-After) instead of queueing for ever.
     """
-    return threading.Lock() if engine.dialect.name == "sqlite" else nullcontext()
+
+    def __init__(self, engine: Engine, timeout_s: float) -> None:
+        self._lock = threading.Lock() if engine.dialect.name == "sqlite" else None
+        self.timeout_s = timeout_s
+
+    @contextmanager
+    def hold(self) -> Iterator[None]:
+        """Hold the lock for one transaction."""
+        if self._lock is None:
+            yield
+            return
+        if not self._lock.acquire(timeout=self.timeout_s):
+            raise StoreUnavailable("another write holds the database", RETRY_LOCKED_S)
+        try:
+            yield
+        finally:
+            self._lock.release()
+
+
+def write_lock(engine: Engine, timeout_s: float = 10.0) -> WriteLock:
+    """The write lock of one app on `engine`."""
+    return WriteLock(engine, timeout_s)
 
 
 def make_sessionmaker(engine: Engine) -> sessionmaker[Session]:
@@ -89,16 +121,83 @@ def make_sessionmaker(engine: Engine) -> sessionmaker[Session]:
 
 @contextmanager
 def unit_of_work(factory: sessionmaker[Session]) -> Iterator[Session]:
-    """One transaction: commits on success, rolls back on any exception."""
+    """One transaction: commits on success, rolls back on any exception.
+
+    A database that cannot take the work now (locked, full, unreachable) raises
+    StoreUnavailable instead of the driver's error, so callers can say "retry later".
+    """
     session = factory()
     try:
-        yield session
-        session.commit()
-    except BaseException:
-        session.rollback()
-        raise
+        with translated_errors():
+            try:
+                yield session
+                session.commit()
+            except BaseException:
+                session.rollback()
+                raise
     finally:
         session.close()
+
+
+@contextmanager
+def translated_errors() -> Iterator[None]:
+    """Turn a driver error that means "the database cannot take work now" into
+    StoreUnavailable; any other error passes unchanged."""
+    try:
+        yield
+    except Exception as exc:
+        busy = unavailable(exc)
+        if busy is not None:
+            raise busy from exc
+        raise
+
+
+# Retry-After (seconds) by cause: a lock clears fast, a full disk needs a person.
+RETRY_LOCKED_S, RETRY_UNREACHABLE_S, RETRY_FULL_S = 2, 5, 60
+_PG_LOCKED = frozenset({"55P03", "40001", "40P01", "57014"})  # lock/serialization/deadlock/timeout
+
+
+def unavailable(exc: BaseException) -> StoreUnavailable | None:
+    """StoreUnavailable when `exc` means the database cannot take work now, else None.
+
+    Locked or busy (SQLite busy timeout, PostgreSQL lock_timeout, deadlock), full (SQLITE_FULL,
+    PostgreSQL disk_full) or unreachable (connection refused or lost, pool exhausted). Other
+    errors (a broken query, a refused value) are bugs and stay what they are.
+    """
+    if isinstance(exc, sa_exc.TimeoutError):
+        return StoreUnavailable("all database connections are busy", RETRY_LOCKED_S)
+    # The samples fast path uses the driver's own cursor: its errors arrive unwrapped.
+    orig: BaseException | None = exc.orig if isinstance(exc, sa_exc.DBAPIError) else exc
+    if isinstance(orig, sqlite3.Error):
+        return _sqlite_unavailable(str(orig).lower())
+    state = str(getattr(orig, "sqlstate", None) or "")
+    if state == "53100":
+        return StoreUnavailable("database disk is full", RETRY_FULL_S)
+    if state in _PG_LOCKED:
+        return StoreUnavailable("database is locked", RETRY_LOCKED_S)
+    invalidated = isinstance(exc, sa_exc.DBAPIError) and exc.connection_invalidated
+    if state.startswith(("08", "53", "57")) or invalidated:
+        return StoreUnavailable("database unreachable or out of resources", RETRY_UNREACHABLE_S)
+    if isinstance(exc, sa_exc.OperationalError) and not state:
+        return StoreUnavailable("database unreachable", RETRY_UNREACHABLE_S)
+    return None
+
+
+def _sqlite_unavailable(msg: str) -> StoreUnavailable | None:
+    if "locked" in msg or "busy" in msg:
+        return StoreUnavailable("database is locked", RETRY_LOCKED_S)
+    if "full" in msg:
+        return StoreUnavailable("database or disk is full", RETRY_FULL_S)
+    if "disk i/o error" in msg or "unable to open" in msg:
+        return StoreUnavailable("database file cannot be written", RETRY_UNREACHABLE_S)
+    return None
+
+
+@contextmanager
+def reading(factory: sessionmaker[Session]) -> Iterator[Session]:
+    """A read-only session; an unavailable database raises StoreUnavailable."""
+    with translated_errors(), factory() as session:
+        yield session
 
 
 @contextmanager

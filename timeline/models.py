@@ -1,14 +1,17 @@
 """Domain types of the timeline: what sources produce and what the store keeps.
 
-Times are UNIX epoch seconds (float, UTC) everywhere: cheap to compare, index and send.
+Times are UNIX epoch seconds (float, UTC) everywhere: cheap to compare, index and send. Every
+field's type and bounds come from timeline.bounds (the boundary contract).
 """
 
 from __future__ import annotations
 
 import enum
-from typing import Any
+from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field
+
+from timeline import bounds as b
 
 
 class Severity(enum.StrEnum):
@@ -59,15 +62,15 @@ class GpuInfo(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    uuid: str = Field(min_length=1, max_length=96)
-    node: str = Field(min_length=1, max_length=255)
-    index: int | None = None
-    pci_bus_id: str | None = Field(default=None, max_length=32)
-    name: str | None = Field(default=None, max_length=128)
-    serial: str | None = Field(default=None, max_length=64)
-    memory_total_mb: float | None = None
+    uuid: b.Id96
+    node: b.Id255
+    index: b.Count32 | None = None
+    pci_bus_id: b.Name32 | None = None
+    name: b.Name128 | None = None
+    serial: b.Name64 | None = None
+    memory_total_mb: b.MegaBytes | None = None
     mig_mode: bool | None = None
-    driver_version: str | None = Field(default=None, max_length=32)
+    driver_version: b.Name32 | None = None
 
 
 class Sample(BaseModel):
@@ -75,33 +78,34 @@ class Sample(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    ts: float
-    gpu_uuid: str = Field(min_length=1, max_length=96)
-    util_gpu: float | None = None  # percent
-    util_mem: float | None = None  # percent
-    mem_used_mb: float | None = None
-    mem_total_mb: float | None = None
-    power_w: float | None = None
-    temp_gpu: float | None = None  # Celsius
-    temp_mem: float | None = None  # Celsius (HBM)
-    sm_clock_mhz: float | None = None
-    clock_event_reasons: int | None = None  # NVML clocksEventReasons bitmask
-    ecc_sbe_volatile: int | None = None
-    ecc_dbe_volatile: int | None = None
-    ecc_sbe_aggregate: int | None = None
-    ecc_dbe_aggregate: int | None = None
-    remapped_correctable: int | None = None
-    remapped_uncorrectable: int | None = None
+    ts: b.ObservedAt
+    gpu_uuid: b.Id96
+    util_gpu: b.Percent | None = None
+    util_mem: b.Percent | None = None
+    mem_used_mb: b.MegaBytes | None = None
+    mem_total_mb: b.MegaBytes | None = None
+    power_w: b.Watts | None = None
+    temp_gpu: b.Celsius | None = None
+    temp_mem: b.Celsius | None = None  # HBM
+    sm_clock_mhz: b.MegaHertz | None = None
+    clock_event_reasons: b.Count64 | None = None  # NVML clocksEventReasons bitmask
+    ecc_sbe_volatile: b.Count64 | None = None
+    ecc_dbe_volatile: b.Count64 | None = None
+    ecc_sbe_aggregate: b.Count64 | None = None
+    ecc_dbe_aggregate: b.Count64 | None = None
+    remapped_correctable: b.Count32 | None = None
+    remapped_uncorrectable: b.Count32 | None = None
     remap_pending: bool | None = None
     remap_failure: bool | None = None
-    retired_pages_sbe: int | None = None
-    retired_pages_dbe: int | None = None
-    pcie_replay: int | None = None
-    nvlink_crc_errors: int | None = None
-    nvlink_replay_errors: int | None = None
-    nvlink_recovery_errors: int | None = None
-    energy_mj: float | None = None
-    extra: dict[str, float] | None = None  # e.g. DCGM profiling fields (sm_active, tensor_active)
+    retired_pages_sbe: b.Count32 | None = None
+    retired_pages_dbe: b.Count32 | None = None
+    pcie_replay: b.Count64 | None = None
+    nvlink_crc_errors: b.Count64 | None = None
+    nvlink_replay_errors: b.Count64 | None = None
+    nvlink_recovery_errors: b.Count64 | None = None
+    energy_mj: b.MilliJoules | None = None
+    # e.g. DCGM profiling fields (sm_active, tensor_active)
+    extra: dict[b.ExtraKey, b.ExtraValue] | None = Field(default=None, max_length=b.EXTRA_MAX_KEYS)
 
 
 class Event(BaseModel):
@@ -109,22 +113,22 @@ class Event(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    ts: float
-    node: str | None = Field(default=None, max_length=255)
-    source: str = Field(min_length=1, max_length=32)  # nvml, kmsg, dcgm, joblog, slurm, ...
+    ts: b.ObservedAt
+    node: b.Name255 | None = None
+    source: b.Id32  # nvml, kmsg, dcgm, joblog, slurm, ...
     kind: EventKind
-    gpu_uuid: str | None = Field(default=None, max_length=96)
-    pci_bus_id: str | None = Field(default=None, max_length=32)
-    job_id: str | None = Field(default=None, max_length=128)
-    code: int | None = None
+    gpu_uuid: b.Name96 | None = None
+    pci_bus_id: b.Name32 | None = None
+    job_id: b.Name128 | None = None
+    code: b.Int32 | None = None
     severity: Severity = Severity.INFO
-    message: str = Field(default="", max_length=4096)
-    raw: str | None = Field(default=None, max_length=16384)  # the verbatim line(s): evidence
-    payload: dict[str, Any] = Field(default_factory=dict)
-    count: int = Field(default=1, ge=1)  # a flood of identical lines is one event with a count
+    message: b.MessageText = ""  # cut with a marker past its cap, never refused for length
+    raw: b.RawText | None = None  # the verbatim line(s): evidence
+    payload: b.Payload = Field(default_factory=dict)
+    count: b.Count32 = Field(default=1, ge=1)  # a flood of identical lines: one event, a count
     # Sources that may see one fact twice (re-polls, restarts) set a stable key; the store keeps
     # the first event per (source, dedup_key).
-    dedup_key: str | None = Field(default=None, max_length=255)
+    dedup_key: b.Name255 | None = None
 
 
 class Job(BaseModel):
@@ -133,26 +137,26 @@ class Job(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     scheduler: Scheduler
-    job_id: str = Field(min_length=1, max_length=128)  # Slurm job id, or namespace/pod
-    cluster: str = Field(default="default", max_length=64)
-    name: str | None = Field(default=None, max_length=255)
-    user: str | None = Field(default=None, max_length=128)
-    account: str | None = Field(default=None, max_length=128)  # Slurm account or K8s namespace
-    partition: str | None = Field(default=None, max_length=128)
-    state: str = Field(default="UNKNOWN", max_length=32)  # scheduler's own state word
-    reason: str | None = Field(default=None, max_length=255)
-    submit_ts: float | None = None
-    start_ts: float | None = None
-    end_ts: float | None = None
-    exit_code: int | None = None
-    signal: int | None = None
-    nodes: list[str] = Field(default_factory=list)
-    gpus: int | None = None  # GPUs requested/allocated in total
-    checkpoint_dir: str | None = Field(default=None, max_length=1024)
-    wandb_run: str | None = Field(default=None, max_length=255)  # entity/project/run_id
-    requeue_of: str | None = Field(default=None, max_length=128)  # job id this one requeues
-    restart_count: int = 0
-    payload: dict[str, Any] = Field(default_factory=dict)
+    job_id: b.Id128  # Slurm job id, or namespace/pod
+    cluster: b.Name64 = "default"
+    name: b.Text255 | None = None
+    user: b.Name128 | None = None
+    account: b.Name128 | None = None  # Slurm account or K8s namespace
+    partition: b.Name128 | None = None
+    state: b.Name32 = "UNKNOWN"  # scheduler's own state word
+    reason: b.Text255 | None = None
+    submit_ts: b.Timestamp | None = None
+    start_ts: b.Timestamp | None = None
+    end_ts: b.Timestamp | None = None
+    exit_code: b.Int32 | None = None
+    signal: b.Int32 | None = None
+    nodes: list[b.Id255] = Field(default_factory=list, max_length=b.JOB_MAX_NODES)
+    gpus: b.Count32 | None = None  # GPUs requested/allocated in total
+    checkpoint_dir: b.Name1024 | None = None
+    wandb_run: b.Name255 | None = None  # entity/project/run_id
+    requeue_of: b.Name128 | None = None  # job id this one requeues
+    restart_count: b.Count32 = 0
+    payload: b.JobPayload = Field(default_factory=dict)
 
 
 class JobPatch(BaseModel):
@@ -163,10 +167,10 @@ class JobPatch(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    job_id: str = Field(min_length=1, max_length=128)
+    job_id: b.Id128
     scheduler: Scheduler | None = None  # None: whichever scheduler has this job id
-    wandb_run: str | None = Field(default=None, max_length=255)
-    checkpoint_dir: str | None = Field(default=None, max_length=1024)
+    wandb_run: b.Name255 | None = None
+    checkpoint_dir: b.Name1024 | None = None
 
 
 class Allocation(BaseModel):
@@ -175,12 +179,12 @@ class Allocation(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     scheduler: Scheduler
-    job_id: str = Field(min_length=1, max_length=128)
-    node: str = Field(min_length=1, max_length=255)
-    gpu_index: int | None = None
-    gpu_uuid: str | None = Field(default=None, max_length=96)
-    start_ts: float
-    end_ts: float | None = None  # None while the job runs
+    job_id: b.Id128
+    node: b.Id255
+    gpu_index: b.Count32 | None = None
+    gpu_uuid: b.Name96 | None = None
+    start_ts: b.Timestamp
+    end_ts: b.Timestamp | None = None  # None while the job runs
 
 
 class Node(BaseModel):
@@ -188,29 +192,33 @@ class Node(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    name: str = Field(min_length=1, max_length=255)
+    name: b.Id255
     scheduler: Scheduler | None = None
-    cluster: str = Field(default="default", max_length=64)
-    state: str | None = Field(default=None, max_length=64)  # IDLE, MIXED, DRAINED, Ready, ...
-    reason: str | None = Field(default=None, max_length=1024)
-    reason_user: str | None = Field(default=None, max_length=128)  # who drained it
-    reason_ts: float | None = None
+    cluster: b.Name64 = "default"
+    state: b.Name64 | None = None  # IDLE, MIXED, DRAINED, Ready, ...
+    reason: b.Text1024 | None = None
+    reason_user: b.Name128 | None = None  # who drained it
+    reason_ts: b.Timestamp | None = None
     unschedulable: bool | None = None
-    gpu_count: int | None = None
-    gpu_allocatable: int | None = None
-    labels: dict[str, str] = Field(default_factory=dict)
-    taints: list[dict[str, Any]] = Field(default_factory=list)
-    updated_ts: float | None = None
+    gpu_count: b.Count32 | None = None
+    gpu_allocatable: b.Count32 | None = None
+    labels: b.Labels = Field(default_factory=dict)
+    taints: b.Taints = Field(default_factory=list)
+    updated_ts: b.Timestamp | None = None
+
+
+# The item lists of a batch, in the order of the ingest body; each counts toward the item limit.
+ITEM_KINDS = ("gpus", "samples", "events", "jobs", "allocations", "nodes", "job_patches")
 
 
 class Batch(BaseModel):
-    """The unit of ingest: stored whole or not at all, once per batch_id."""
+    """The unit of ingest: its valid items are stored together, once per batch_id."""
 
     model_config = ConfigDict(extra="forbid")
 
-    agent: str = Field(min_length=1, max_length=255)
-    node: str = Field(min_length=1, max_length=255)
-    batch_id: str = Field(min_length=8, max_length=64)
+    agent: b.Id255
+    node: b.Id255
+    batch_id: Annotated[str, b.name(64, min_length=8)]
     gpus: list[GpuInfo] = Field(default_factory=list)
     samples: list[Sample] = Field(default_factory=list)
     events: list[Event] = Field(default_factory=list)
@@ -218,6 +226,26 @@ class Batch(BaseModel):
     allocations: list[Allocation] = Field(default_factory=list)
     nodes: list[Node] = Field(default_factory=list)
     job_patches: list[JobPatch] = Field(default_factory=list)
+
+    def size(self) -> int:
+        """Items of every kind together (what max_batch_items limits)."""
+        return sum(len(getattr(self, kind)) for kind in ITEM_KINDS)
+
+
+class FieldError(BaseModel):
+    """One violation of the contract: the field (dotted path) and what is wrong with it."""
+
+    field: str
+    error: str
+
+
+class RejectedItem(BaseModel):
+    """An item of a batch the server did not store, and why; the rest of the batch was stored."""
+
+    kind: str  # one of ITEM_KINDS
+    index: int  # position in that kind's list
+    status: int  # 422: breaks the contract; 403: names a node this agent token may not write
+    errors: list[FieldError]
 
 
 class AppendResult(BaseModel):
@@ -231,3 +259,5 @@ class AppendResult(BaseModel):
     jobs: int = 0
     allocations: int = 0
     nodes: int = 0
+    job_patches: int = 0
+    rejected: list[RejectedItem] = Field(default_factory=list)

@@ -8,24 +8,28 @@ from collections.abc import Iterable, Sequence
 from typing import Any, cast
 
 import orjson
-from sqlalchemy import Table, func, select, update
+from sqlalchemy import Table, bindparam, func, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import CursorResult
 from sqlalchemy.orm import Session
 
 from timeline import tables as t
-from timeline.errors import BatchTooLarge
+from timeline.bounds import MESSAGE_MAX, clean_text
+from timeline.errors import BatchConflict, BatchTooLarge
 from timeline.models import (
     Allocation,
     AppendResult,
     Batch,
     Event,
+    EventKind,
     GpuInfo,
     Job,
     JobPatch,
     Node,
+    RejectedItem,
     Sample,
     Scheduler,
+    Severity,
 )
 from timeline.pci import normalize_pci_bus_id
 
@@ -38,36 +42,26 @@ def _insert(session: Session, table: Table) -> Any:
 
 
 def append_batch(
-    session: Session, *, batch: Batch, received_ts: float | None = None, max_items: int = 0
+    session: Session,
+    *,
+    batch: Batch,
+    received_ts: float | None = None,
+    max_items: int = 0,
+    digest: str | None = None,
+    rejected: Sequence[RejectedItem] = (),
 ) -> AppendResult:
-    """Store a batch whole, once per batch_id; a replay stores nothing and says duplicate."""
-    size = (
-        len(batch.samples)
-        + len(batch.events)
-        + len(batch.gpus)
-        + len(batch.jobs)
-        + len(batch.nodes)
-        + len(batch.allocations)
-    )
+    """Store a batch's items together, once per batch_id; a replay stores nothing again.
+
+    `digest` (of the body as sent) tells a replay, answered `duplicate`, from another batch
+    under a reused id, refused with BatchConflict. `rejected` items (already left out of
+    `batch`) are reported back and noted as one `agent` event per node every few minutes.
+    """
+    size = batch.size()
     if max_items and size > max_items:
         raise BatchTooLarge(f"batch has {size} items; the limit is {max_items}")
     now = received_ts if received_ts is not None else time.time()
-    claim = (
-        _insert(session, t.ingest_batches)
-        .values(
-            batch_id=batch.batch_id,
-            agent=batch.agent,
-            node=batch.node,
-            received_ts=now,
-            samples=len(batch.samples),
-            events=len(batch.events),
-        )
-        .on_conflict_do_nothing(index_elements=["batch_id"])
-        .returning(t.ingest_batches.c.batch_id)
-    )
-    # The unique key decides, not a prior lookup: concurrent replays cannot both win.
-    if session.execute(claim).first() is None:
-        return AppendResult(batch_id=batch.batch_id, duplicate=True)
+    if not _claim(session, batch=batch, digest=digest, now=now):
+        return AppendResult(batch_id=batch.batch_id, duplicate=True, rejected=list(rejected))
     upsert_gpus(session, gpus=batch.gpus, now=now)
     upsert_nodes(session, nodes=batch.nodes, now=now)
     if batch.samples or batch.gpus:  # an agent on that node; cluster sources send neither
@@ -77,6 +71,8 @@ def append_batch(
     upsert_jobs(session, jobs=batch.jobs, now=now)
     upsert_allocations(session, allocations=batch.allocations)
     patch_jobs(session, patches=batch.job_patches)
+    if rejected:
+        append_events(session, events=[rejection_event(batch, rejected, now)], now=now)
     return AppendResult(
         batch_id=batch.batch_id,
         duplicate=False,
@@ -86,6 +82,63 @@ def append_batch(
         jobs=len(batch.jobs),
         allocations=len(batch.allocations),
         nodes=len(batch.nodes),
+        job_patches=len(batch.job_patches),
+        rejected=list(rejected),
+    )
+
+
+def _claim(session: Session, *, batch: Batch, digest: str | None, now: float) -> bool:
+    """Claim the batch_id: True when new; False for a replay; BatchConflict when the id holds
+    other content (a NULL digest, from before revision 0004, matches anything)."""
+    claim = (
+        _insert(session, t.ingest_batches)
+        .values(
+            batch_id=batch.batch_id,
+            agent=batch.agent,
+            node=batch.node,
+            received_ts=now,
+            samples=len(batch.samples),
+            events=len(batch.events),
+            digest=digest,
+        )
+        .on_conflict_do_nothing(index_elements=["batch_id"])
+        .returning(t.ingest_batches.c.batch_id)
+    )
+    # The unique key decides, not a prior lookup: concurrent replays cannot both win.
+    if session.execute(claim).first() is not None:
+        return True
+    stored = session.execute(
+        select(t.ingest_batches.c.digest).where(t.ingest_batches.c.batch_id == batch.batch_id)
+    ).scalar()
+    if digest is not None and stored is not None and stored != digest:
+        raise BatchConflict(batch.batch_id)
+    return False
+
+
+REJECTION_NOTE_EVERY_S = 300.0  # one `agent` event per node per this long, however many batches
+
+
+def rejection_event(batch: Batch, rejected: Sequence[RejectedItem], now: float) -> Event:
+    """The server's note that it refused items from a node's agent (shown with its events)."""
+    by_kind: dict[str, int] = {}
+    for r in rejected:
+        by_kind[r.kind] = by_kind.get(r.kind, 0) + 1
+    first = [f"{e.field}: {e.error}" for r in rejected[:3] for e in r.errors[:2]]
+    total = len(rejected) + batch.size()
+    return Event(
+        ts=now,
+        node=batch.node,
+        source="ingest",
+        kind=EventKind.AGENT,
+        severity=Severity.WARNING,
+        # Field paths may carry an agent's own (hostile) key names: cleaned, capped.
+        message=clean_text(
+            f"rejected {len(rejected)} of {total} items from agent {batch.agent}: "
+            + "; ".join(first),
+            MESSAGE_MAX,
+        ),
+        payload={"rejected": len(rejected), "by_kind": by_kind, "batch_id": batch.batch_id},
+        dedup_key=f"rejected:{batch.node}:{int(now // REJECTION_NOTE_EVERY_S)}"[:255],
     )
 
 
@@ -240,17 +293,31 @@ def _close_allocations(session: Session, *, job: Job) -> None:
 
 
 def patch_jobs(session: Session, *, patches: Iterable[JobPatch]) -> int:
-    """Fill the fields a patch sets on jobs already stored; returns rows changed."""
-    changed = 0
+    """Fill the fields a patch sets on jobs already stored; returns rows changed.
+
+    Patches that set the same fields go in one executemany: 50,000 single UPDATEs held the
+    SQLite writer for tens of seconds (issue #8).
+    """
+    groups: dict[tuple[tuple[str, ...], bool], list[dict[str, Any]]] = {}
     for p in patches:
         values = p.model_dump(exclude={"job_id", "scheduler"}, exclude_none=True)
         if not values:
             continue
-        stmt = update(t.jobs).where(t.jobs.c.job_id == p.job_id).values(**values)
+        row = {f"b_{k}": v for k, v in values.items()} | {"b_job_id": p.job_id}
         if p.scheduler is not None:
-            stmt = stmt.where(t.jobs.c.scheduler == p.scheduler.value)
-        result = cast(CursorResult[Any], session.execute(stmt))
-        changed += result.rowcount or 0
+            row["b_scheduler"] = p.scheduler.value
+        groups.setdefault((tuple(sorted(values)), p.scheduler is not None), []).append(row)
+    changed = 0
+    for (fields, by_scheduler), rows in groups.items():
+        stmt = (
+            update(t.jobs)
+            .where(t.jobs.c.job_id == bindparam("b_job_id"))
+            .values({f: bindparam(f"b_{f}") for f in fields})
+        )
+        if by_scheduler:
+            stmt = stmt.where(t.jobs.c.scheduler == bindparam("b_scheduler"))
+        result = cast(CursorResult[Any], session.execute(stmt, rows))
+        changed += max(result.rowcount or 0, 0)
     return changed
 
 
@@ -297,3 +364,9 @@ def resolve_job_alias(
         t.jobs.c.scheduler == scheduler.value, uid.in_(wanted)
     )
     return {r.alias: r.job_id for r in session.execute(stmt)}
+
+
+def record_heartbeat(session: Session, *, server: str, now: float) -> None:
+    """Note that a server process could write just now (the readiness probe's real write)."""
+    stmt = _insert(session, t.server_heartbeats).values(server=server[:255], ts=now)
+    session.execute(stmt.on_conflict_do_update(index_elements=["server"], set_={"ts": now}))

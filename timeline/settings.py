@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import platformdirs
 from pydantic import Field, SecretStr, field_validator
@@ -77,6 +77,25 @@ class Settings(BaseSettings):
     # --- leader (replicas across hosts: one lease row in the store) ---
     leader_lease_s: float = 15.0  # a leader that stops renewing is replaced after this long
     leader_renew_s: float = 2.0  # how often the leader renews and the others try to take over
+
+    # --- hardening (the input boundary, slow clients, errors, logging) ---
+    # GPUs, jobs, allocations, nodes and job patches of one ingest batch (each GPU, job,
+    # allocation or node is its own statement: 5,000 jobs held the SQLite writer 17 s).
+    max_batch_records: int = 2000
+    ingest_max_age_s: float = 30 * 86400.0  # samples/events older than this are refused
+    ingest_max_ahead_s: float = 3600.0  # any time this far past the server's clock is refused
+    api_max_response_bytes: int = 4 * 1024 * 1024  # list reads stop here (X-Truncated header)
+    database_busy_timeout_s: float = 10.0  # wait this long on a locked database, then 503
+    metrics_public: bool = True  # /metrics without a token (else a viewer token or login)
+    docs_public: bool = True  # /docs and /openapi.json without a token (else a viewer)
+    header_timeout_s: float = 10.0  # a request's headers must arrive within this
+    body_timeout_s: float = 60.0  # ...and its body within this after the headers
+    keepalive_timeout_s: float = 5.0  # an idle kept-alive connection is closed after this
+    max_connections: int = 2048  # open connections per server process; past it: 503
+    max_connections_per_source: int = 256  # open connections from one client address
+    shutdown_timeout_s: float = 10.0  # SIGTERM: in-flight requests get this long, then cut
+    log_format: Literal["text", "json"] = "text"  # json: one JSON object per line
+    agent_bisect_after: int = 5  # server errors on one batch before the agent bisects it
 
     # --- agent (node-side sources) ---
     agent_server_url: str = "http://127.0.0.1:8080"

@@ -38,6 +38,16 @@ ingest_batches = Table(
     Column("received_ts", Float, nullable=False),
     Column("samples", Integer, nullable=False, default=0),
     Column("events", Integer, nullable=False, default=0),
+    # sha256 of the body's canonical JSON: a reused batch_id with other content is refused.
+    Column("digest", String(64)),  # NULL for batches stored before revision 0004
+)
+
+# One row per server process, rewritten by every /readyz: the probe is a real write.
+server_heartbeats = Table(
+    "server_heartbeats",
+    metadata,
+    Column("server", String(255), primary_key=True),  # host:pid
+    Column("ts", Float, nullable=False),
 )
 
 nodes = Table(
@@ -241,4 +251,5 @@ __all__ = [
     "metadata",
     "nodes",
     "samples",
+    "server_heartbeats",
 ]

@@ -6,20 +6,18 @@ import logging
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
-from urllib.parse import quote
 
-from fastapi import FastAPI, Request
-from fastapi.responses import JSONResponse, PlainTextResponse, RedirectResponse, Response
-from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
-from sqlalchemy import text
+from fastapi import FastAPI
+from prometheus_client import CollectorRegistry
 from starlette.middleware.sessions import SessionMiddleware
 from starlette.staticfiles import StaticFiles
 
 from timeline import __version__, db
-from timeline.errors import BatchTooLarge, NotFound, TimelineError
 from timeline.settings import Settings
-from web.api import heatmap, incidents, ingest, read
+from web.api import heatmap, incidents, ingest, ops, read
+from web.api.ops import install_openapi
 from web.auth import TokenTable
+from web.errors import install_error_handlers
 from web.fleetmetrics import DashboardCollector
 from web.fleetstate import FleetCache
 from web.leader import LeaseElector
@@ -27,7 +25,6 @@ from web.logs import configure_logging
 from web.metrics import ServerMetrics
 from web.pages import ROUTERS as PAGE_ROUTERS
 from web.pages import login as login_page
-from web.pages.templating import LoginRequired
 from web.runtime import ServerRuntime
 
 log = logging.getLogger(__name__)
@@ -36,27 +33,10 @@ Configure = Callable[[ServerRuntime, Settings], None]
 STATIC_DIR = Path(__file__).resolve().parent / "static"
 
 
-def _error_handlers(app: FastAPI) -> None:
-    @app.exception_handler(BatchTooLarge)
-    async def too_large(_: Request, exc: BatchTooLarge) -> JSONResponse:
-        return JSONResponse(status_code=413, content={"detail": str(exc)})
-
-    @app.exception_handler(NotFound)
-    async def not_found(_: Request, exc: NotFound) -> JSONResponse:
-        return JSONResponse(status_code=404, content={"detail": str(exc)})
-
-    @app.exception_handler(LoginRequired)
-    async def to_login(_: Request, exc: LoginRequired) -> RedirectResponse:
-        return RedirectResponse(f"/login?next={quote(exc.next_path)}", status_code=303)
-
-    @app.exception_handler(TimelineError)
-    async def bad_request(_: Request, exc: TimelineError) -> JSONResponse:
-        return JSONResponse(status_code=400, content={"detail": str(exc)})
-
-
 def _routes(app: FastAPI) -> None:
-    """The API, the pages and their static assets."""
+    """Operations, the API, the pages and their static assets."""
     for router in (
+        ops.router,
         login_page.router,
         ingest.router,
         read.router,
@@ -81,7 +61,7 @@ def create_app(
     A malformed token setting is a ValueError here, before anything is served (fail closed).
     """
     tokens = TokenTable.from_settings(settings)
-    engine = db.make_engine(settings.database_url)
+    engine = db.make_engine(settings.database_url, busy_timeout_s=settings.database_busy_timeout_s)
     factory = db.make_sessionmaker(engine)
     runtime = ServerRuntime(factory)
     # Every process (worker or replica) serves requests; only the lease holder runs periodic work.
@@ -110,12 +90,16 @@ def create_app(
         version=__version__,
         description="GPU fleet observability and self-healing",
         lifespan=lifespan,
+        # Served by web.api.ops, behind `docs_public`.
+        docs_url=None,
+        redoc_url=None,
+        openapi_url=None,
     )
     app.state.settings = settings
     app.state.tokens = tokens
     app.state.engine = engine
     app.state.session_factory = factory
-    app.state.write_lock = db.write_lock(engine)
+    app.state.write_lock = db.write_lock(engine, settings.database_busy_timeout_s)
     app.state.fleet_cache = cache = FleetCache(settings.fleet_cache_s)
     app.state.metrics = ServerMetrics(leader, registry=registry)
     app.state.metrics.registry.register(DashboardCollector(factory, settings, cache))
@@ -129,26 +113,19 @@ def create_app(
         same_site="lax",
         https_only=settings.session_https_only,
     )
-    _error_handlers(app)
+    install_error_handlers(app)
     _routes(app)
-
-    @app.get("/healthz", include_in_schema=False)
-    def healthz() -> PlainTextResponse:
-        with engine.connect() as conn:
-            conn.execute(text("select 1"))
-        return PlainTextResponse("ok")
-
-    @app.get("/metrics", include_in_schema=False)
-    def metrics() -> Response:
-        return Response(generate_latest(app.state.metrics.registry), media_type=CONTENT_TYPE_LATEST)
-
+    install_openapi(app)
     return app
 
 
 def app_from_env() -> FastAPI:
     """The app as `serve --workers N` starts it in each worker (settings from the environment)."""
+    from web.serving import GuardedHttpToolsProtocol, Limits
     from web.wiring import configure_runtime
 
     settings = Settings()
-    configure_logging(settings.log_level)  # a worker process starts fresh: set up here too
+    # A worker process starts fresh: its logging and connection limits are set up here too.
+    configure_logging(settings.log_level, settings.log_format)
+    GuardedHttpToolsProtocol.configure(Limits.from_settings(settings))
     return create_app(settings, configure=configure_runtime)

@@ -67,6 +67,18 @@ class ServerMetrics:
             "fleetmedic_ingest_samples", "GPU samples stored", registry=self.registry
         )
         self.events = Counter("fleetmedic_ingest_events", "Events stored", registry=self.registry)
+        self.rejected = Counter(
+            "fleetmedic_ingest_rejected_items",
+            "Items left out of stored batches (422: broke the contract, 403: another node's)",
+            ["kind", "status"],
+            registry=self.registry,
+        )
+        self.unavailable = Counter(
+            "fleetmedic_store_unavailable",
+            "Requests answered 503 because the database could not take the work",
+            ["reason"],
+            registry=self.registry,
+        )
         self.registry.register(_SourceHealthCollector())
         if elector is not None:
             self.registry.register(_LeaderCollector(elector))
@@ -76,3 +88,10 @@ class ServerMetrics:
         self.batches.labels("duplicate" if result.duplicate else "stored").inc()
         self.samples.inc(result.samples)
         self.events.inc(result.events)
+        if not result.duplicate:
+            for item in result.rejected:
+                self.rejected.labels(item.kind, str(item.status)).inc()
+
+    def observe_conflict(self) -> None:
+        """Count a batch refused because its batch_id was stored with other content."""
+        self.batches.labels("conflict").inc()

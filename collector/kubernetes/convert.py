@@ -9,6 +9,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from timeline.bounds import MESSAGE_MAX, clean_name, clean_text
 from timeline.models import Allocation, Event, EventKind, Job, Node, Scheduler, Severity
 
 SOURCE = "kubernetes"
@@ -169,7 +170,7 @@ def _user(meta: Mapping[str, Any], keys: Sequence[str]) -> str | None:
     for key in keys:
         value = annotations.get(key) or labels.get(key)
         if isinstance(value, str) and value:
-            return value[:128]
+            return clean_name(value, 128)  # an annotation: any text its author liked
     return None
 
 
@@ -277,7 +278,7 @@ def event_to_event(ev: Mapping[str, Any], *, pod_nodes: Mapping[str, str]) -> Ev
         kind=EventKind.POD_EVENT,
         job_id=ref[:128] if kind == "Pod" else None,
         severity=Severity.WARNING if ev.get("type") == "Warning" else Severity.INFO,
-        message=f"{reason}: {ev.get('message') or ''}"[:4096],
+        message=clean_text(f"{reason}: {ev.get('message') or ''}", MESSAGE_MAX),
         raw=raw_json(ev),
         payload={
             "reason": reason,

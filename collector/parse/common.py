@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from dataclasses import dataclass
 
+from timeline.bounds import MESSAGE_MAX, RAW_MAX, cap, clean_text
 from timeline.models import Event
 from timeline.pci import normalize_pci_bus_id
 
@@ -14,20 +15,20 @@ __all__ = [
     "MAX_RAW",
     "FloodCollapser",
     "cap",
+    "clean_line",
     "join_raw",
     "normalize_pci_bus_id",
 ]
 
-MAX_RAW = 16384  # Event.raw limit
-MAX_MESSAGE = 4096  # Event.message limit
+MAX_RAW = RAW_MAX  # Event.raw limit
+MAX_MESSAGE = MESSAGE_MAX  # Event.message limit
 MAX_LINE = 8192  # longer input lines are cut here before parsing (bounded work per line)
 
 
-def cap(text: str, limit: int) -> str:
-    """Cut `text` to at most `limit` characters, marking the cut."""
-    if len(text) <= limit:
-        return text
-    return text[: limit - 15] + " ...[truncated]"
+def clean_line(line: str) -> str:
+    """One input line as the parsers take it: cut at MAX_LINE, without NUL, terminal escape
+    codes or other control characters (a user's job prints what it likes), no line end."""
+    return clean_text(line[:MAX_LINE]).rstrip("\r\n")
 
 
 def join_raw(first: str | None, more: str) -> str:

@@ -11,11 +11,11 @@ from datetime import UTC, datetime
 from typing import Any
 
 from collector.parse.common import (
-    MAX_LINE,
     MAX_MESSAGE,
     MAX_RAW,
     FloodCollapser,
     cap,
+    clean_line,
     join_raw,
     normalize_pci_bus_id,
 )
@@ -116,11 +116,12 @@ def parse_job_line(
     source: str = "joblog",
 ) -> Event | None:
     """One line of a job's stdout/stderr -> Event, or None when it says nothing we track."""
-    text, extra = _strip_prefix(line[:MAX_LINE].rstrip("\r\n"))
+    line = clean_line(line)
+    text, extra = _strip_prefix(line)
     m = classify_job_line(text)
     if m is None:
         return None
-    return _event(m, line[:MAX_LINE], extra, node=node, job_id=job_id, ts=ts, source=source)
+    return _event(m, line, extra, node=node, job_id=job_id, ts=ts, source=source)
 
 
 class JobLogParser:
@@ -150,7 +151,7 @@ class JobLogParser:
 
     def feed(self, line: str, *, ts: float | None = None, offset: int | None = None) -> list[Event]:
         """Parse one line; `ts` is when it was read, `offset` where it starts in its file."""
-        line = line[:MAX_LINE].rstrip("\r\n")
+        line = clean_line(line)
         if self._last is not None and self._last[0] == line and self._block is None:
             # Every rank printing the same line: count it without parsing it again.
             counted, released = self._flood.bump(self._last[1], ts if ts is not None else 0.0)

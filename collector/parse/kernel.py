@@ -11,7 +11,7 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from collector.parse.common import MAX_MESSAGE, MAX_RAW, FloodCollapser, cap
+from collector.parse.common import MAX_MESSAGE, MAX_RAW, FloodCollapser, cap, clean_line
 from collector.parse.common import normalize_pci_bus_id as _norm
 from collector.parse.kernel_groups import GROUPED, OpenGroups
 from collector.parse.kernel_host import aer, oom
@@ -84,6 +84,7 @@ def parse_kernel_line(
 
     `boot_ts` turns uptime stamps into epoch time; `ts` is used when the line has no time.
     """
+    line = clean_line(line)
     kl = split_kernel_line(line, boot_ts=boot_ts, year=year)
     m = classify_kernel_message(kl.message)
     if m is None:
@@ -121,6 +122,7 @@ class KernelLogParser:
 
     def feed(self, line: str, *, ts: float | None = None, seq: int | None = None) -> list[Event]:
         """Parse one line; `ts`/`seq` override what the line states (kmsg reader knows better)."""
+        line = clean_line(line)
         kl = split_kernel_line(line, boot_ts=self.boot_ts, year=self.year)
         if ts is not None or seq is not None:
             kl = KernelLine(

@@ -18,6 +18,7 @@ from collector.slurm.hostlist import (
     expand_hostlist,
     gpu_count_from_tres,
 )
+from timeline.bounds import clean_name
 
 TERMINAL_STATES = frozenset(
     {
@@ -155,9 +156,10 @@ def _sacct_record(j: dict[str, Any]) -> SacctRecord:
     array = j.get("array") or {}
     return SacctRecord(
         job_id=str(j["job_id"]),
-        name=j.get("name"),
-        user=j.get("user"),
-        account=j.get("account"),
+        # Names a user chose: cleaned, so a control character cannot hide the job.
+        name=clean_name(j.get("name"), 255),
+        user=clean_name(j.get("user"), 128),
+        account=clean_name(j.get("account"), 128),
         partition=j.get("partition"),
         state=normalize_state(st.get("current")),
         reason=st.get("reason") if st.get("reason") not in (None, "None") else None,

@@ -124,20 +124,119 @@ def test_413_splits_until_the_server_accepts(tmp_path: Path) -> None:
     assert d.spool.pending() == 0
 
 
-def test_422_quarantines_the_batch_with_the_servers_reason(tmp_path: Path) -> None:
-    def invalid(request: httpx.Request) -> httpx.Response:
-        detail = [{"field": "samples.0.gpu_uuid", "error": "String should have at least 1"}]
-        return httpx.Response(422, json={"detail": detail})
+def _refuses_poison(status: int, **headers: str) -> Callable[[httpx.Request], httpx.Response]:
+    """A server that answers `status` to any batch holding the poison sample, 200 otherwise."""
 
-    server = Server([invalid])
+    def answer(request: httpx.Request) -> httpx.Response:
+        batch = Batch.model_validate_json(request.content)
+        if any(s.gpu_uuid == "GPU-poison" for s in batch.samples):
+            detail = [{"field": "samples.0.gpu_uuid", "error": "scripted refusal"}]
+            return httpx.Response(status, json={"detail": detail}, headers=headers)
+        return httpx.Response(200, json={"batch_id": batch.batch_id, "duplicate": False})
+
+    return answer
+
+
+def _put_with_poison(d: Delivery, n: int, at: int) -> None:
+    samples = [Sample(ts=float(i), gpu_uuid="GPU-a") for i in range(n)]
+    samples[at] = Sample(ts=float(at), gpu_uuid="GPU-poison")
+    d.spool.put(Observations(samples=samples))
+
+
+def test_a_refused_batch_is_bisected_until_the_bad_item_alone_is_dead_lettered(
+    tmp_path: Path,
+) -> None:
+    server = Server([_refuses_poison(422)] * 100)
     d = _delivery(tmp_path, server, [])
-    _put(d, 2)
-    assert d.deliver_once() == Outcome.QUARANTINED
+    _put_with_poison(d, 16, at=11)
+    assert d.drain() == Outcome.EMPTY
     (dead,) = d.spool.dead_letters()
-    assert dead["status"] == 422 and "samples.0.gpu_uuid" in str(dead["detail"])
-    assert d.spool.pending() == 0 and d.spool.counters()["quarantined_batches"] == 1
-    _put(d, 1)
-    assert d.deliver_once() == Outcome.DELIVERED  # later batches still flow
+    assert dead["status"] == 422 and "scripted refusal" in str(dead["detail"])
+    assert "GPU-poison" in str(dead["body"]) and dead["kind"] == "samples"
+    delivered = [s for b in server.seen[1:] for s in b.samples if s.gpu_uuid == "GPU-a"]
+    assert d.stats.bisections == 4 and d.spool.counters()["delivered_samples"] == 15
+    assert d.spool.counters()["dead_lettered_items"] == 1 and len(delivered) >= 15
+    # The node's agent says so to the server: an `agent` event, delivered like any other.
+    notes = [e for b in server.seen for e in b.events if e.kind == "agent"]
+    assert len(notes) == 1 and "dead-lettered 1 samples item(s) after HTTP 422" in notes[0].message
+
+
+def test_a_persistent_server_error_is_bisected_only_while_the_server_says_it_can_write(
+    tmp_path: Path,
+) -> None:
+    ready = {"status": 503}
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        if request.url.path == "/readyz":
+            return httpx.Response(ready["status"], text="ready?")
+        return _refuses_poison(500)(request)
+
+    d = _delivery(tmp_path, Server([]), [], attempts_per_round=2, bisect_after=4)
+    d._client = httpx.Client(transport=httpx.MockTransport(answer))
+    _put_with_poison(d, 4, at=0)
+    for _ in range(5):  # the database is down for everything: keep the batch, never bisect
+        assert d.deliver_once() == Outcome.RETRY_LATER
+    assert d.stats.bisections == 0 and d.spool.pending() == 4
+    ready["status"] = 200  # now the server can write, yet this batch still fails: isolate it
+    rounds = [d.deliver_once() for _ in range(20)]  # the agent's loop: a round per flush
+    assert Outcome.SPLIT in rounds and rounds[-1] == Outcome.EMPTY
+    (dead,) = d.spool.dead_letters()
+    assert dead["status"] == 500 and "GPU-poison" in str(dead["body"])
+    assert d.spool.counters()["delivered_samples"] == 3
+
+
+def test_retry_after_is_honoured_and_a_busy_server_never_causes_bisection(tmp_path: Path) -> None:
+    now = {"t": 1000.0}
+    server = Server([_refuses_poison(503, **{"Retry-After": "7"})] * 10 + [200])
+    sleeps: list[float] = []
+    d = _delivery(tmp_path, server, sleeps, attempts_per_round=3, bisect_after=1)
+    d._clock = lambda: now["t"]
+    _put_with_poison(d, 2, at=0)
+    assert d.deliver_once() == Outcome.RETRY_LATER
+    assert sleeps == [7.0, 7.0] and len(server.seen) == 3
+    assert d.deliver_once() == Outcome.RETRY_LATER and len(server.seen) == 3  # not yet
+    now["t"] += 7.5
+    assert d.deliver_once() == Outcome.RETRY_LATER and len(server.seen) == 6
+    assert d.stats.bisections == 0 and d.spool.dead_letters() == []
+
+
+def test_items_rejected_in_an_accepted_batch_go_to_dead_letters_one_by_one(
+    tmp_path: Path,
+) -> None:
+    def partial(request: httpx.Request) -> httpx.Response:
+        batch = Batch.model_validate_json(request.content)
+        rejected = [
+            {
+                "kind": "samples",
+                "index": i,
+                "status": 422,
+                "errors": [{"field": f"samples.{i}.ts", "error": "too old"}],
+            }
+            for i, s in enumerate(batch.samples)
+            if s.gpu_uuid == "GPU-poison"
+        ]
+        answer = {"batch_id": batch.batch_id, "duplicate": False, "rejected": rejected}
+        return httpx.Response(200, json=answer)
+
+    server = Server([partial, partial])
+    d = _delivery(tmp_path, server, [])
+    _put_with_poison(d, 5, at=3)
+    assert d.deliver_once() == Outcome.DELIVERED
+    (dead,) = d.spool.dead_letters()
+    assert dead["kind"] == "samples" and '"ts":3.0' in str(dead["body"])
+    assert "samples.3.ts: too old" in str(dead["detail"])
+    assert d.spool.counters()["delivered_samples"] == 4 and d.stats.dead_lettered_items == 1
+    assert d.spool.pending() == 1  # the agent's note about it, on its way to the server
+
+
+def test_a_409_dead_letters_the_batch_instead_of_re_sending_it_under_a_new_id(
+    tmp_path: Path,
+) -> None:
+    server = Server([409])
+    d = _delivery(tmp_path, server, [])
+    _put(d, 3)
+    assert d.deliver_once() == Outcome.QUARANTINED
+    assert len(d.spool.dead_letters()) == 3 and d.stats.splits == d.stats.bisections == 0
 
 
 @pytest.mark.parametrize("status", [401, 403])

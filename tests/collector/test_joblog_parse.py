@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from collector.parse.joblog import JobLogParser, parse_job_line, parse_job_text
-from timeline.models import EventKind
+from timeline.models import Event, EventKind
 
 FIX = Path(__file__).parent.parent / "fixtures" / "joblog"
 
@@ -309,3 +309,18 @@ def test_real_nvml_gpu_is_lost_in_a_traceback_and_from_slurmstepd() -> None:
     (step,) = parse_job_text(_read("plmfit40_slurmstepd_nvml_gpu_lost.log"), job_id="9")
     assert step.kind is EventKind.GPU_LOST and step.payload["stage"] == "slurmstepd"
     assert (step.job_id, step.node) == ("9", None)
+
+
+def test_nul_terminal_codes_and_control_characters_in_a_users_output_never_reach_the_event() -> (
+    None
+):
+    # A user's job prints what it likes; NUL made PostgreSQL refuse the event (issue #8, 2).
+    line = "node7:1:2 [0] NCCL WARN \x00\x1b[31mNET/IB : Got async event : port error\x1b[0m\x07"
+    (ev,) = parse_job_text(line + "\n", node="n1", job_id="42", ts=5.0)
+    parser = JobLogParser(node="n1", job_id="42")
+    fed = parser.feed(line, ts=5.0) + parser.feed("next line", ts=6.0) + parser.flush()
+    for event in (ev, *fed):
+        text = (event.raw or "") + event.message
+        assert not any(ord(c) < 32 and c not in "\t\n\r" for c in text), repr(text)
+        assert "NET/IB : Got async event : port error" in (event.raw or "")
+        Event.model_validate(event.model_dump())  # within the boundary contract

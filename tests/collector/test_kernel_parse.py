@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from collector.parse.kernel import KernelLogParser, parse_kernel_line, parse_kernel_text
-from timeline.models import EventKind, Severity
+from timeline.models import Event, EventKind, Severity
 
 FIX = Path(__file__).parent.parent / "fixtures" / "kernel"
 
@@ -330,3 +330,17 @@ def test_real_reset_required_assert_is_gpu_lost_needing_reset() -> None:
     assert ev.kind is EventKind.GPU_LOST and ev.payload["reset_required"] is True
     assert ev.severity is Severity.CRITICAL and ev.node == "g1"
     assert ev.ts == 1_000.0 + 373871.354096
+
+
+def test_nul_and_control_characters_in_a_kernel_line_never_reach_the_event() -> None:
+    line = (
+        "NVRM: Xid (PCI:0000:3b:00): 79, pid=1234, name=py\x00th\x1bon, GPU has fallen off the bus."
+    )
+    ev = parse_kernel_line(line, ts=1_700_000_000.0)
+    parser = KernelLogParser(node="n1")
+    fed = parser.feed(line, ts=1_700_000_000.0) + parser.flush()
+    for event in (ev, *fed):
+        assert event is not None and event.code == 79
+        text = (event.raw or "") + event.message + str(event.payload)
+        assert "\x00" not in text and "\x1b" not in text, repr(text)
+        Event.model_validate(event.model_dump())  # within the boundary contract

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -114,17 +115,54 @@ def test_split_replaces_a_batch_by_two_persisted_halves(tmp_path: Path) -> None:
     assert second is not None and second.batch_id == halves[1] and second.size() == 3
 
 
-def test_quarantine_moves_a_batch_to_dead_letters_and_counts_it(tmp_path: Path) -> None:
+def test_quarantine_moves_a_batch_to_dead_letters_item_by_item_and_counts_it(
+    tmp_path: Path,
+) -> None:
     spool = Spool(tmp_path / "s.db")
     spool.put(_samples(3))
     batch = spool.take()
     assert batch is not None
     assert spool.quarantine(batch.batch_id, status=422, detail="samples.0.ts: bad") == 3
     assert spool.pending() == 0 and spool.take() is None
-    (dead,) = spool.dead_letters()
-    assert dead["batch_id"] == batch.batch_id and dead["status"] == 422
+    dead = spool.dead_letters()
+    assert [(d["batch_id"], d["kind"], d["status"]) for d in dead] == [
+        (batch.batch_id, "samples", 422)
+    ] * 3
     assert spool.counters()["quarantined_batches"] == 1
-    assert spool.counters()["quarantined_items"] == 3
+    assert spool.counters()["quarantined_items"] == 3 == spool.counters()["dead_lettered_items"]
+
+
+def test_ack_dead_letters_the_items_the_server_rejected_and_counts_the_rest(
+    tmp_path: Path,
+) -> None:
+    spool = Spool(tmp_path / "s.db")
+    spool.put(_samples(4))
+    batch = spool.take()
+    assert batch is not None
+    assert spool.ack(batch.batch_id, rejected={("samples", 2): (422, "samples.2.ts: bad")}) == 3
+    (dead,) = spool.dead_letters()
+    assert dead["body"] == batch.items["samples"][2] and dead["detail"] == "samples.2.ts: bad"
+    assert spool.counters()["delivered_samples"] == 3 and spool.pending() == 0
+
+
+def test_a_spool_written_by_an_older_agent_opens_and_keeps_its_batch(tmp_path: Path) -> None:
+    path = tmp_path / "old.db"
+    with sqlite3.connect(path) as old:  # the batches table before the failures column
+        old.execute(
+            "CREATE TABLE batches (batch_id TEXT PRIMARY KEY, created_ts REAL NOT NULL, "
+            "attempts INTEGER NOT NULL DEFAULT 0)"
+        )
+        old.execute("INSERT INTO batches VALUES ('old-batch', 1.0, 3)")
+        old.execute(
+            "CREATE TABLE dead_letter (batch_id TEXT PRIMARY KEY, ts REAL NOT NULL, "
+            "status INTEGER, detail TEXT, body TEXT NOT NULL)"
+        )
+        old.execute("INSERT INTO dead_letter VALUES ('dead-one', 2.0, 422, 'bad', '{}')")
+    spool = Spool(path)
+    assert spool.pending_batch_ids() == ["old-batch"]
+    assert spool.record_failure("old-batch") == 1
+    (dead,) = spool.dead_letters()  # what the older agent quarantined stays listed
+    assert (dead["batch_id"], dead["kind"], dead["status"]) == ("dead-one", "batch", 422)
 
 
 _CHILD = """

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -63,3 +64,9 @@ def artifacts_dir() -> Path:
     out = root / "screenshots"
     out.mkdir(parents=True, exist_ok=True)
     return out
+
+
+def headless(chromium: str, *args: str) -> subprocess.CompletedProcess[str]:
+    """Chromium's own headless mode on one URL (--dump-dom, --screenshot), 5 s virtual time."""
+    cmd = [chromium, *CHROMIUM_ARGS, "--hide-scrollbars", "--virtual-time-budget=5000", *args]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=90, check=True)

@@ -38,3 +38,12 @@ def client(settings: Settings) -> Iterator[TestClient]:
 def auth() -> dict[str, str]:
     """Headers of a known agent."""
     return {"Authorization": f"Bearer {AGENT_TOKEN}"}
+
+
+@pytest.fixture()
+def live_server(settings: Settings) -> Iterator[str]:
+    """A real uvicorn server on a free loopback port, in a thread; yields its base URL."""
+    from tests.helpers.services import serve_app
+
+    with serve_app(create_app(settings)) as url:
+        yield url

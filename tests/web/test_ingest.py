@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from typing import Any
 
 import pytest
@@ -14,18 +15,17 @@ from timeline import queries
 
 
 def batch(batch_id: str = "b-000001", n_gpus: int = 4, message: str = "Xid 79") -> dict[str, Any]:
-    """A batch as an agent would send it."""
+    """A batch as an agent would send it (times a few minutes ago: inside the ingest window)."""
+    now = time.time() - 300
     return {
         "agent": "agent-n1",
         "node": "n1",
         "batch_id": batch_id,
         "gpus": [{"uuid": f"GPU-{i}", "node": "n1", "index": i} for i in range(n_gpus)],
-        "samples": [
-            {"ts": 1000.0, "gpu_uuid": f"GPU-{i}", "util_gpu": 97.0} for i in range(n_gpus)
-        ],
+        "samples": [{"ts": now, "gpu_uuid": f"GPU-{i}", "util_gpu": 97.0} for i in range(n_gpus)],
         "events": [
             {
-                "ts": 1000.5,
+                "ts": now + 0.5,
                 "node": "n1",
                 "source": "kmsg",
                 "kind": "xid",
@@ -53,8 +53,9 @@ def test_ingest_stores_a_batch_and_reports_counts(
 def test_replayed_batch_is_acknowledged_and_stored_once(
     client: TestClient, auth: dict[str, str], session: Session
 ) -> None:
+    body = batch()
     for _ in range(3):
-        r = client.post("/api/v1/ingest", json=batch(), headers=auth)
+        r = client.post("/api/v1/ingest", json=body, headers=auth)
         assert r.status_code == 200
     assert r.json()["duplicate"] is True
     assert count(session, "samples") == 4 and count(session, "ingest_batches") == 1
@@ -79,15 +80,27 @@ def test_bad_tokens_are_refused_and_store_nothing(
     assert count(session, "ingest_batches") == 0
 
 
-def test_invalid_batch_gets_422_naming_the_bad_field(
+def test_invalid_item_is_rejected_by_field_and_the_rest_is_stored(
     client: TestClient, auth: dict[str, str], session: Session
 ) -> None:
     bad = batch()
     bad["samples"][2]["util_gpu"] = "very busy"
     r = client.post("/api/v1/ingest", json=bad, headers=auth)
-    assert r.status_code == 422
-    fields = [e["field"] for e in r.json()["detail"]]
-    assert "samples.2.util_gpu" in fields
+    assert r.status_code == 200, r.text
+    (rejected,) = r.json()["rejected"]
+    assert (rejected["kind"], rejected["index"], rejected["status"]) == ("samples", 2, 422)
+    assert [e["field"] for e in rejected["errors"]] == ["samples.2.util_gpu"]
+    assert r.json()["samples"] == 3 and count(session, "samples") == 3
+
+
+def test_invalid_envelope_gets_422_naming_the_bad_field(
+    client: TestClient, auth: dict[str, str], session: Session
+) -> None:
+    for field, value in (("node", ""), ("batch_id", "short"), ("samples", {"not": "a list"})):
+        bad = batch() | {field: value}
+        r = client.post("/api/v1/ingest", json=bad, headers=auth)
+        assert r.status_code == 422, (field, r.text)
+        assert field in [e["field"] for e in r.json()["detail"]]
     assert count(session, "samples") == 0 and count(session, "ingest_batches") == 0
 
 
@@ -178,6 +191,7 @@ def test_batch_failing_in_the_database_leaves_nothing_and_can_be_retried(
         with TestClient(create_app(settings), raise_server_exceptions=False) as c:
             r = c.post("/api/v1/ingest", json=batch(message="poison"), headers=auth)
             assert r.status_code == 500
+            assert r.json() == {"detail": "internal error"}  # the database's words stay inside
             assert count(session, "samples") == 0
             assert count(session, "ingest_batches") == 0  # the batch id was not burnt
             assert count(session, "gpus") == 0

@@ -17,6 +17,7 @@ from sqlalchemy.orm import Session
 from timeline import history
 from web.api.read import read_session
 from web.auth import require_reader
+from web.pages.templating import plot_text
 
 router = APIRouter(prefix="/api/v1", tags=["read"], dependencies=[Depends(require_reader)])
 _CACHE_S = 30.0
@@ -40,12 +41,12 @@ def heatmap(session: Session, *, hours: float, now: float) -> dict[str, Any]:
     # script turns them into the hover text of each cell.
     spans: dict[str, list[tuple[float, float, str]]] = defaultdict(list)
     for a in history.allocations_between(session, since=start, until=now + 1):
-        label = f"job {a['job_id']} ({a['user'] or '?'})"
+        label = plot_text(f"job {a['job_id']} ({a['user'] or '?'})")  # Plotly reads tags
         span = (a["start_ts"] * 1000, (a["end_ts"] or now + 1) * 1000, label)
         if span not in spans[a["node"]]:
             spans[a["node"]].append(span)
     return {
-        "nodes": nodes,
+        "nodes": [plot_text(n) for n in nodes],
         "times": [t * 1000 for t in times],  # JS milliseconds: the browser shows local time
         "z": [rows[n] for n in nodes],
         "spans": [spans.get(n, []) for n in nodes],

@@ -1,4 +1,9 @@
-"""POST /api/v1/ingest: agents deliver batches; each is stored whole, once."""
+"""POST /api/v1/ingest: agents deliver batches; each batch's valid items are stored once.
+
+The body is read here (not declared as a FastAPI body) so its size is capped while it streams
+and its items are checked one by one (timeline.intake): one bad item is rejected and named in
+the answer, the rest is stored. The body's schema is still published in OpenAPI.
+"""
 
 from __future__ import annotations
 
@@ -8,22 +13,31 @@ from typing import Any
 
 from fastapi import APIRouter, Depends, HTTPException, Request
 from fastapi.concurrency import run_in_threadpool
-from pydantic import ValidationError
+from starlette.requests import ClientDisconnect
 
 from timeline import service
+from timeline.bounds import TimeWindow
 from timeline.db import unit_of_work
-from timeline.models import AppendResult, Batch
+from timeline.errors import BatchConflict
+from timeline.intake import take_in
+from timeline.models import AppendResult
 from web.auth import Principal, require_agent
 
 log = logging.getLogger(__name__)
 router = APIRouter(prefix="/api/v1", tags=["ingest"])
 
-
-def _field_errors(exc: ValidationError) -> list[dict[str, Any]]:
-    return [
-        {"field": ".".join(str(p) for p in err["loc"]), "error": err["msg"]}
-        for err in exc.errors(include_url=False, include_input=False)[:20]
-    ]
+BATCH_SCHEMA_REF = {"$ref": "#/components/schemas/Batch"}
+_OPENAPI: dict[str, Any] = {
+    "requestBody": {"required": True, "content": {"application/json": {"schema": BATCH_SCHEMA_REF}}}
+}
+_RESPONSES: dict[int | str, dict[str, Any]] = {
+    401: {"description": "no or malformed token"},
+    403: {"description": "not an agent token, or a node this token may not write"},
+    409: {"description": "this batch_id was stored before with different content"},
+    413: {"description": "body over max_body_bytes, or more than max_batch_items items"},
+    422: {"description": "not a batch: [{field, error}] names each bad envelope field"},
+    503: {"description": "the database is locked or full; retry after Retry-After seconds"},
+}
 
 
 async def _read_limited(request: Request, limit: int) -> bytes:
@@ -32,37 +46,73 @@ async def _read_limited(request: Request, limit: int) -> bytes:
         raise HTTPException(413, f"body over {limit} bytes")
     chunks: list[bytes] = []
     size = 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > limit:  # a lying or absent Content-Length is caught while streaming
-            raise HTTPException(413, f"body over {limit} bytes")
-        chunks.append(chunk)
+    try:
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > limit:  # a lying or absent Content-Length is caught while streaming
+                raise HTTPException(413, f"body over {limit} bytes")
+            chunks.append(chunk)
+    except ClientDisconnect:  # gone mid-body (or cut by the body timeout): nobody to answer
+        raise HTTPException(408, "the client left before its body was complete") from None
     return b"".join(chunks)
 
 
-@router.post("/ingest", response_model=AppendResult)
+@router.post("/ingest", response_model=AppendResult, openapi_extra=_OPENAPI, responses=_RESPONSES)
 async def ingest(request: Request, principal: Principal = Depends(require_agent)) -> AppendResult:
-    """Store one batch from an agent; a replayed batch_id is acknowledged and stored nothing."""
+    """Store a batch from an agent: its valid items once per batch_id, the bad ones listed.
+
+    A replay of a stored batch is answered `duplicate: true` and stores nothing; each item
+    that breaks the contract (or names a node this token may not write) is left out and
+    listed in `rejected` with its fields.
+    """
     settings = request.app.state.settings
+    metrics = request.app.state.metrics
     body = await _read_limited(request, settings.max_body_bytes)
-    try:
-        batch = Batch.model_validate_json(body)
-    except ValidationError as exc:
-        errors = _field_errors(exc)
-        log.info("rejected batch: %s", errors[:3])
-        raise HTTPException(422, detail=errors) from None
-    if not principal.may_write_node(batch.node):
-        log.warning("%s may not write node %r; batch refused", principal.name, batch.node)
-        raise HTTPException(403, detail=f"this agent token may not write node {batch.node!r}")
+    window = TimeWindow.around_now(
+        max_age_s=settings.ingest_max_age_s, max_ahead_s=settings.ingest_max_ahead_s
+    )
+    intake = await run_in_threadpool(
+        take_in,
+        body,
+        max_items=settings.max_batch_items,
+        max_records=settings.max_batch_records,
+        window=window,
+        may_write_node=principal.may_write_node,
+    )
+    batch = intake.batch
     factory = request.app.state.session_factory
     lock = request.app.state.write_lock
 
     def store() -> AppendResult:
-        with lock, unit_of_work(factory) as session:
+        with lock.hold(), unit_of_work(factory) as session:
             return service.append_batch(
-                session, batch=batch, received_ts=time.time(), max_items=settings.max_batch_items
+                session,
+                batch=batch,
+                received_ts=time.time(),
+                max_items=settings.max_batch_items,
+                digest=intake.digest,
+                rejected=intake.rejected,
             )
 
-    result = await run_in_threadpool(store)
-    request.app.state.metrics.observe_ingest(result)
+    try:
+        result = await run_in_threadpool(store)
+    except BatchConflict:
+        metrics.observe_conflict()
+        log.warning(
+            "batch %r from %s (node %r) reuses a stored batch_id with different content; "
+            "refused with 409",
+            batch.batch_id,
+            principal.name,
+            batch.node,
+        )
+        raise
+    metrics.observe_ingest(result)
+    if result.rejected and not result.duplicate:
+        log.warning(
+            "node %r: rejected %d item(s) of batch %r, stored the rest; first: %r",
+            batch.node,
+            len(result.rejected),
+            batch.batch_id,
+            [e.model_dump() for e in result.rejected[0].errors[:2]],
+        )
     return result

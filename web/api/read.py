@@ -1,23 +1,39 @@
-"""The read API: GPUs, nodes, events, jobs and the classified fleet."""
+"""The read API: GPUs, nodes, events, jobs and the classified fleet.
+
+Every parameter is bounded (web.api.params) and every list answer is capped at
+`api_max_response_bytes`: past it the rows stop and `X-Truncated` says how many were left out
+(ask again with a narrower window or a smaller limit). At most 1,000 rows are read per call,
+each within the contract's caps, so a read holds tens of MB at worst, never hundreds.
+"""
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 import orjson
-from fastapi import APIRouter, Depends, HTTPException, Query, Request
+from fastapi import APIRouter, Depends, HTTPException, Request, Response
 from fastapi.concurrency import run_in_threadpool
-from fastapi.responses import ORJSONResponse, Response
+from pydantic import BaseModel
 from sqlalchemy.orm import Session
 
-from timeline import fleet, queries
+from timeline import db, fleet, queries
 from timeline.models import EventKind
+from web.api.params import (
+    JobIdPath,
+    JobIdQuery,
+    NodeQuery,
+    SinceQuery,
+    StateQuery,
+    UntilQuery,
+    limit_query,
+)
 from web.auth import require_reader
 
 router = APIRouter(prefix="/api/v1", tags=["read"], dependencies=[Depends(require_reader)])
 T = TypeVar("T")
+TRUNCATED_HEADER = "X-Truncated"
 
 
 async def read_session(request: Request, fn: Callable[[Session], T]) -> T:
@@ -25,74 +41,99 @@ async def read_session(request: Request, fn: Callable[[Session], T]) -> T:
     factory = request.app.state.session_factory
 
     def run() -> T:
-        with factory() as session:
+        with db.reading(factory) as session:
             return fn(session)
 
     return await run_in_threadpool(run)
 
 
+def _size(row: Any) -> int:
+    if isinstance(row, BaseModel):
+        return len(row.model_dump_json())
+    return len(orjson.dumps(row, default=str, option=orjson.OPT_NON_STR_KEYS))
+
+
+def within_budget(request: Request, response: Response, rows: Sequence[T]) -> list[T]:
+    """The leading rows that fit `api_max_response_bytes`; X-Truncated counts the rest."""
+    budget = request.app.state.settings.api_max_response_bytes
+    total = 0
+    for i, row in enumerate(rows):
+        total += _size(row)
+        if total > budget:
+            response.headers[TRUNCATED_HEADER] = str(len(rows) - i)
+            return list(rows[:i])
+    return list(rows)
+
+
 @router.get("/gpus")
-async def gpus(request: Request, node: str | None = None) -> list[dict[str, Any]]:
+async def gpus(
+    request: Request, response: Response, node: NodeQuery = None
+) -> list[dict[str, Any]]:
     """Every GPU with its newest telemetry sample."""
-    return await read_session(request, lambda s: queries.latest_gpu_samples(s, node=node))
+    rows = await read_session(request, lambda s: queries.latest_gpu_samples(s, node=node))
+    return within_budget(request, response, rows)
 
 
 @router.get("/nodes")
-async def nodes(request: Request) -> list[dict[str, Any]]:
+async def nodes(request: Request, response: Response) -> list[dict[str, Any]]:
     """Every node with its scheduler state and the last time an agent reported from it."""
-    return await read_session(request, queries.list_nodes)
+    return within_budget(request, response, await read_session(request, queries.list_nodes))
 
 
 @router.get("/events")
 async def events(
     request: Request,
-    since: float | None = Query(None, description="UNIX seconds; default: the last hour"),
-    until: float | None = None,
-    node: str | None = None,
-    kind: str | None = None,
-    job_id: str | None = None,
-    limit: int = Query(500, ge=1, le=10_000),
+    response: Response,
+    since: SinceQuery = None,
+    until: UntilQuery = None,
+    node: NodeQuery = None,
+    kind: EventKind | None = None,
+    job_id: JobIdQuery = None,
+    limit: int = limit_query(500, 1000),
 ) -> list[dict[str, Any]]:
     """Events in a window, oldest first."""
-    if kind is not None and kind not in {k.value for k in EventKind}:
-        raise HTTPException(422, detail=f"unknown kind {kind!r}")
     start = since if since is not None else time.time() - 3600
-    return await read_session(
+    rows = await read_session(
         request,
         lambda s: queries.events_in_window(
             s, since=start, until=until, node=node, kind=kind, job_id=job_id, limit=limit
         ),
     )
+    return within_budget(request, response, rows)
 
 
 @router.get("/jobs")
 async def jobs(
-    request: Request, state: str | None = None, limit: int = Query(500, ge=1, le=10_000)
+    request: Request,
+    response: Response,
+    state: StateQuery = None,
+    limit: int = limit_query(500, 1000),
 ) -> list[dict[str, Any]]:
     """Jobs, most recently updated first."""
-    return await read_session(request, lambda s: queries.list_jobs(s, state=state, limit=limit))
+    rows = await read_session(request, lambda s: queries.list_jobs(s, state=state, limit=limit))
+    return within_budget(request, response, rows)
 
 
 @router.get("/jobs/{job_id}")
-async def job(request: Request, job_id: str) -> dict[str, Any]:
-    """One job with its events."""
+async def job(request: Request, response: Response, job_id: JobIdPath) -> dict[str, Any]:
+    """One job with its events (as many as fit the response cap)."""
     found = await read_session(request, lambda s: queries.get_job(s, job_id=job_id))
     if found is None:
         raise HTTPException(404, detail=f"no job {job_id!r}")
-    found["events"] = await read_session(
+    events = await read_session(
         request, lambda s: queries.events_in_window(s, job_id=job_id, limit=1000)
     )
+    found["events"] = within_budget(request, response, events)
     return found
 
 
-@router.get("/fleet", response_class=ORJSONResponse)
-async def fleet_state(request: Request) -> Response:
+@router.get("/fleet")
+async def fleet_state(request: Request, response: Response) -> Response:
     """Every node and GPU classified busy / idle_allocated / free / failing / stale."""
     settings, cache = request.app.state.settings, request.app.state.fleet_cache
-
-    def build(s: Session) -> bytes:
-        views = fleet.views_of(*cache.rows(s, settings=settings, now=time.time()))
-        # orjson serializes the dataclasses directly: 10k GPUs in milliseconds, not seconds.
-        return orjson.dumps(views)
-
-    return Response(await read_session(request, build), media_type="application/json")
+    views = await read_session(
+        request, lambda s: fleet.views_of(*cache.rows(s, settings=settings, now=time.time()))
+    )
+    kept = within_budget(request, response, views)
+    # orjson serializes the dataclasses directly: 10k GPUs in milliseconds, not seconds.
+    return Response(orjson.dumps(kept), media_type="application/json", headers=response.headers)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import importlib
-import logging
+import os
 
 import typer
 
@@ -35,9 +35,38 @@ def _root(
         False, "--version", callback=_version, is_eager=True, help="Print the version and exit."
     ),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Debug logging."),
+    log_level: str = typer.Option(
+        None, "--log-level", help="DEBUG, INFO, WARNING or ERROR (FLEETMEDIC_LOG_LEVEL, INFO)."
+    ),
+    log_json: bool = typer.Option(
+        False, "--log-json", help="One JSON object per log line (FLEETMEDIC_LOG_FORMAT=json)."
+    ),
 ) -> None:
     """GPU fleet observability and self-healing."""
-    configure_logging(logging.DEBUG if verbose else logging.INFO)
+    # Exported so `serve --workers N` processes log the same way.
+    if verbose or log_level:
+        os.environ["FLEETMEDIC_LOG_LEVEL"] = "DEBUG" if verbose else log_level
+    if log_json:
+        os.environ["FLEETMEDIC_LOG_FORMAT"] = "json"
+    level, fmt = _log_settings()
+    try:
+        configure_logging(level, fmt)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--log-level") from None
+
+
+def _log_settings() -> tuple[str, str]:
+    """Log level and format from the settings; the defaults when the settings are broken (the
+    command itself then reports what is wrong with them)."""
+    from pydantic import ValidationError
+
+    from timeline.settings import Settings
+
+    try:
+        settings = Settings()
+    except ValidationError:
+        return os.environ.get("FLEETMEDIC_LOG_LEVEL", "INFO"), "text"
+    return settings.log_level, settings.log_format
 
 
 for _name in _COMMAND_MODULES:

@@ -192,6 +192,7 @@ def build_agent(
         agent=f"fleetmedic-agent@{node_name}",
         node=node_name,
         max_batch_items=settings.agent_batch_max_items,
+        bisect_after=settings.agent_bisect_after,
     )
     built = build_sources(node=node_name, settings=settings, state_dir=spool_path.parent, **sources)
     the_agent = Agent(
@@ -230,9 +231,6 @@ def register(app: typer.Typer) -> None:
         fake_gpus: int = typer.Option(1, help="GPUs the fake NVML simulates."),
     ) -> None:
         """Run the node agent until SIGTERM/SIGINT; everything is spooled before delivery."""
-        # A line per poll (APScheduler) and per POST (httpx) would drown what matters.
-        for noisy in ("apscheduler", "httpx"):
-            logging.getLogger(noisy).setLevel(logging.WARNING)
         settings = Settings()
         sources = {
             "names": source or default_sources(),

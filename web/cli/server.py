@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import logging
 import os
 from typing import Any
 
 import typer
 
 from timeline.settings import Settings
+
+log = logging.getLogger(__name__)
 
 
 def serve_settings(
@@ -23,20 +26,36 @@ def serve_settings(
 
 
 def run_server(settings: Settings, *, upgrade: bool = True) -> None:
-    """Upgrade the schema, then serve until interrupted."""
+    """Upgrade the schema, then serve until SIGTERM/SIGINT (then exit within
+    `shutdown_timeout_s`, whatever clients do)."""
     import uvicorn
 
     from timeline import db
     from web.app import create_app
+    from web.logs import configure_logging, level_of
+    from web.serving import (
+        GuardedHttpToolsProtocol,
+        Limits,
+        raise_open_files_limit,
+        uvicorn_options,
+    )
     from web.wiring import configure_runtime
 
+    configure_logging(settings.log_level, settings.log_format)
+    before, after = raise_open_files_limit()  # one descriptor per connection; workers inherit
+    if after > before:
+        log.info("open-files limit raised from %d to %d", before, after)
     if upgrade:
         db.upgrade(settings.database_url)
+    GuardedHttpToolsProtocol.configure(Limits.from_settings(settings))
+    debug = level_of(settings.log_level) <= logging.DEBUG
     common: dict[str, Any] = {
         "host": settings.host,
         "port": settings.port,
-        "log_level": settings.log_level.lower(),
+        "log_level": "debug" if debug else "warning",  # uvicorn's own lines: third party
+        "log_config": None,  # our handlers and format (text or JSON), not uvicorn's
         "access_log": False,
+        **uvicorn_options(settings),
     }
     if settings.workers > 1:  # each worker builds its app from the environment
         uvicorn.run("web.app:app_from_env", factory=True, workers=settings.workers, **common)

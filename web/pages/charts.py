@@ -8,6 +8,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from web.pages.templating import plot_text
+
 PALETTE = ("#1565c0", "#2e7d32", "#c62828", "#6a1b9a", "#ef6c00", "#00838f", "#5d4037", "#ad1457")
 _KIND_COLORS = {"xid": "#c62828", "nccl_timeout": "#ef6c00", "cuda_error": "#6a1b9a"}
 
@@ -45,7 +47,7 @@ def gpu_timeseries(
                     "mode": "lines",
                     "x": x,
                     "y": [p[field] for p in points],
-                    "name": labels.get(uuid, uuid),
+                    "name": plot_text(labels.get(uuid, uuid)),
                     "legendgroup": uuid,
                     "showlegend": axis == "y",
                     "line": {"color": color, "width": 1.5},
@@ -76,12 +78,12 @@ def event_markers(events: Iterable[dict[str, Any]], *, axis: str = "y") -> list[
             {
                 "type": "scatter",
                 "mode": "markers",
-                "name": kind,
+                "name": plot_text(kind),
                 "yaxis": axis,
                 "x": [ms(e["ts"]) for e in evs],
                 "y": [102] * len(evs),
-                "text": [str(e.get("raw") or e.get("message") or "")[:200] for e in evs],
-                "hovertemplate": "%{x}<br>%{text}<extra>" + kind + "</extra>",
+                "text": [plot_text(str(e.get("raw") or e.get("message") or "")[:200]) for e in evs],
+                "hovertemplate": "%{x}<br>%{text}<extra>" + plot_text(kind) + "</extra>",
                 "marker": {
                     "symbol": "triangle-down",
                     "size": 10,
@@ -105,11 +107,12 @@ def incident_timeline(
             {
                 "type": "scatter",
                 "mode": "lines",
-                "name": f"job {job['job_id']}",
+                "name": plot_text(f"job {job['job_id']}"),
                 "x": [ms(job["start_ts"]), ms(end)],
-                "y": [f"job {job['job_id']}"] * 2,
+                "y": [plot_text(f"job {job['job_id']}")] * 2,
                 "line": {"width": 10, "color": PALETTE[i % len(PALETTE)]},
-                "hovertemplate": f"job {job['job_id']} ({job.get('state')})<extra></extra>",
+                "hovertemplate": plot_text(f"job {job['job_id']} ({job.get('state')})")
+                + "<extra></extra>",
             }
         )
     by_kind: dict[str, list[dict[str, Any]]] = {}
@@ -120,15 +123,15 @@ def incident_timeline(
             {
                 "type": "scatter",
                 "mode": "markers",
-                "name": kind,
+                "name": plot_text(kind),
                 "x": [ms(e["ts"]) for e in evs],
-                "y": [str(e.get("node") or "?") for e in evs],
-                "text": [str(e.get("raw") or e.get("message") or "")[:200] for e in evs],
-                "hovertemplate": "%{x}<br>%{text}<extra>" + kind + "</extra>",
+                "y": [plot_text(e.get("node") or "?") for e in evs],
+                "text": [plot_text(str(e.get("raw") or e.get("message") or "")[:200]) for e in evs],
+                "hovertemplate": "%{x}<br>%{text}<extra>" + plot_text(kind) + "</extra>",
                 "marker": {"size": 11, "color": _KIND_COLORS.get(kind, "#37474f")},
             }
         )
-    rows = {str(e.get("node") or "?") for e in events} | {f"job {j['job_id']}" for j in jobs}
+    rows = {str(e.get("node") or "?") for e in events} | {str(j["job_id"]) for j in jobs}
     return {
         "data": data,
         "layout": _layout(max(220, 40 * len(rows) + 100), yaxis={"type": "category"}),
@@ -143,7 +146,7 @@ def stacked_bars(
     data = [
         {
             "type": "bar",
-            "name": name or "?",
+            "name": plot_text(name or "?"),
             "x": x,
             "y": ys,
             "marker": {"color": PALETTE[i % len(PALETTE)]},

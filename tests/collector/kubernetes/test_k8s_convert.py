@@ -107,3 +107,16 @@ def test_failed_init_container_gives_the_pod_its_exit_code() -> None:
     ]
     job = convert.pod_to_job(pod, cluster="c", gpu_resource="nvidia.com/gpu", user_keys=[])
     assert (job.exit_code, job.reason) == (2, "Error")
+
+
+def test_a_user_annotation_or_event_message_with_control_characters_is_cleaned() -> None:
+    pod = fixture("pod_gpu_oomkilled.json")
+    pod["metadata"].setdefault("annotations", {})["fleetmedic.io/user"] = "al\x00ice\n"
+    job = convert.pod_to_job(
+        pod, cluster="c1", gpu_resource="nvidia.com/gpu", user_keys=["fleetmedic.io/user"]
+    )
+    assert job.user == "alice"
+    raw = fixture("events.json")[0]
+    raw["message"] = "Back-off \x00restarting\x1b[0m failed container"
+    ev = convert.event_to_event(raw, pod_nodes={})
+    assert ev is not None and ev.message.endswith("Back-off restarting failed container")

@@ -220,3 +220,12 @@ def test_down_node_and_not_responding_node_states() -> None:
     }
     assert (nodes["node3"].base_state, nodes["node3"].flags) == ("IDLE", ["NOT_RESPONDING"])
     assert nodes["node1"].flags == []
+
+
+def test_a_job_name_or_user_with_control_characters_is_cleaned_not_dropped() -> None:
+    # A user names a job as they like; refused, the job would vanish from the fleet view.
+    text = read("sacct.json").replace('"name": "requeue-me"', '"name": "\\u0000\\u001b[31mhide"')
+    records, bad = parse_sacct_json(text)
+    assert bad == [] and records
+    named = [r for r in records if r.name and r.name.startswith("hide")]
+    assert named and all(r.name == "hide" for r in named)  # both runs of the requeued job
