@@ -168,3 +168,14 @@ def test_grid_groups_nodes_by_partition_rack_or_nvlink_domain_labels() -> None:
     assert node_group({"labels": {"topology.kubernetes.io/rack": "r12"}}) == "rack=r12"
     assert node_group({"labels": {"nvidia.com/gpu.clique": "cl-3.1"}}) == "gpu.clique=cl-3.1"
     assert node_group({"labels": {}}) == "all" and node_group({"labels": None}) == "all"
+
+
+def test_page_parameters_are_bounded_like_the_api(seeded: tuple[TestClient, Seeded]) -> None:
+    client, _ = seeded
+    # A NUL would be a PostgreSQL error, not an empty result: refused before any query.
+    assert client.get("/incidents", params={"node": "a\x00b"}).status_code == 422
+    assert client.get("/incidents/99999999999999999999").status_code == 422
+    assert client.get("/jobs/a%00b").status_code == 422
+    assert client.get("/nodes/a%01b").status_code == 422
+    assert client.get("/idle", params={"hours": "nan"}).status_code == 422
+    assert client.get("/api/v1/fleet/heatmap", params={"hours": "inf"}).status_code == 422

@@ -77,7 +77,9 @@ def _cache_of(request: Request) -> _Cache:
 
 
 @router.get("/fleet/heatmap")
-async def fleet_heatmap(request: Request, hours: float = Query(1.0, gt=0, le=24)) -> dict[str, Any]:
+async def fleet_heatmap(
+    request: Request, hours: float = Query(1.0, gt=0, le=24, allow_inf_nan=False)
+) -> dict[str, Any]:
     """Utilization of every node over the last `hours` (at most 24: longer reads rollups)."""
     now = time.time()
     cache = _cache_of(request)

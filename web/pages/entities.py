@@ -5,22 +5,25 @@ from __future__ import annotations
 import re
 import time
 from functools import partial
-from typing import Any
+from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, Request
+from fastapi import APIRouter, Depends, Path, Request
 from fastapi.responses import HTMLResponse, Response
 from sqlalchemy.orm import Session
 
 from correlator import service as incidents
 from timeline import history, queries
+from timeline.bounds import NAME_PATTERN
 from timeline.errors import NotFound
 from web import healerview
+from web.api.params import JobIdPath
 from web.auth import Principal
 from web.pages import charts
 from web.pages.common import show
 from web.pages.templating import page_viewer
 
 router = APIRouter(include_in_schema=False)
+NodePath = Annotated[str, Path(min_length=1, max_length=255, pattern=NAME_PATTERN)]
 MAX_WINDOW_S = 6 * 3600.0  # telemetry shown at most this far back (longer reads rollups later)
 _POINTS = 240
 _WANDB_PATH = re.compile(r"^[\w.-]+/[\w.-]+/[\w.-]+$")
@@ -85,7 +88,7 @@ def job_data(session: Session, *, job_id: str, now: float) -> dict[str, Any]:
 
 @router.get("/jobs/{job_id:path}", response_class=HTMLResponse)
 async def job_page(
-    request: Request, job_id: str, principal: Principal = Depends(page_viewer)
+    request: Request, job_id: JobIdPath, principal: Principal = Depends(page_viewer)
 ) -> Response:
     """One job: per-GPU telemetry with events, W&B progress, lineage and why it failed."""
     build = partial(job_data, job_id=job_id, now=time.time())
@@ -143,7 +146,7 @@ def node_data(session: Session, *, name: str, now: float) -> dict[str, Any]:
 
 @router.get("/nodes/{name:path}", response_class=HTMLResponse)
 async def node_page(
-    request: Request, name: str, principal: Principal = Depends(page_viewer)
+    request: Request, name: NodePath, principal: Principal = Depends(page_viewer)
 ) -> Response:
     """One node: its GPUs, telemetry, events, incidents and drain history."""
     build = partial(node_data, name=name, now=time.time())

@@ -127,7 +127,7 @@ def idle_data(
 @router.get("/idle", response_class=HTMLResponse)
 async def idle_page(
     request: Request,
-    hours: float = Query(24.0, gt=0, le=24 * 90),
+    hours: float = Query(24.0, gt=0, le=24 * 90, allow_inf_nan=False),
     sort: SortKey = "gpu_hours",
     order: Literal["asc", "desc"] = "desc",
     principal: Principal = Depends(page_viewer),

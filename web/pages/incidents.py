@@ -16,7 +16,9 @@ from correlator import service as incidents
 from correlator.models import Incident
 from correlator.taxonomy import Blame, Category
 from timeline import history, queries
+from timeline.bounds import NAME_PATTERN
 from web import healerview
+from web.api.params import IncidentIdPath
 from web.auth import Principal, Role
 from web.notify import service as notify
 from web.pages import charts
@@ -69,9 +71,9 @@ def list_data(
 async def incidents_page(
     request: Request,
     state: Literal["open", "resolved", ""] = "",
-    category: str = Query("", max_length=64),
-    blame: str = Query("", max_length=16),
-    node: str = Query("", max_length=255),
+    category: str = Query("", max_length=64, pattern=NAME_PATTERN),
+    blame: str = Query("", max_length=16, pattern=NAME_PATTERN),
+    node: str = Query("", max_length=255, pattern=NAME_PATTERN),
     principal: Principal = Depends(page_viewer),
 ) -> Response:
     """Every incident, open ones first, grouped by root cause."""
@@ -122,7 +124,7 @@ def detail_data(session: Session, *, incident_id: int, now: float) -> dict[str, 
 
 @router.get("/incidents/{incident_id}", response_class=HTMLResponse)
 async def incident_page(
-    request: Request, incident_id: int, principal: Principal = Depends(page_viewer)
+    request: Request, incident_id: IncidentIdPath, principal: Principal = Depends(page_viewer)
 ) -> Response:
     """One incident: explanation, evidence, timeline, actions, alerts sent."""
     build = partial(detail_data, incident_id=incident_id, now=time.time())
@@ -138,7 +140,7 @@ async def incident_page(
 @router.post("/actions/{action_id}/{decision}")
 async def decide_action(
     request: Request,
-    action_id: int,
+    action_id: IncidentIdPath,
     decision: Literal["approve", "reject"],
     back: str = Form("/remediation", max_length=512),
     principal: Principal = Depends(page_admin),
