@@ -105,6 +105,7 @@ function plots() {
   if (!heat) return;
   fetch(heat.dataset.src, { credentials: "same-origin" }).then((r) => r.json()).then((h) => {
     if (!h.nodes.length) { heat.textContent = "No telemetry in this window yet."; return; }
+    heat.textContent = "";
     const times = h.times.map((t) => new Date(t));
     const text = h.spans.map((spans) => h.times.map((t) => {
       const names = spans.filter((s) => s[0] < t + h.bucket_ms && s[1] > t).map((s) => s[2]);
