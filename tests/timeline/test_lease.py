@@ -7,13 +7,12 @@ import time
 
 import pytest
 from sqlalchemy import Engine, func, select
-from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session, sessionmaker
 
 from timeline import lease
 from timeline import tables as t
 from timeline.db import unit_of_work
-from timeline.errors import StaleLeader
+from timeline.errors import StaleLeader, StoreUnavailable
 
 Factory = sessionmaker[Session]
 
@@ -157,7 +156,8 @@ def test_postgres_ends_a_fenced_transaction_left_idle_so_the_lease_can_move(
     monkeypatch.setattr(lease, "IDLE_TX_S", 0.5)
     held = _acquire(session_factory, "a", ttl_s=0.3)
     assert held is not None
-    with pytest.raises(DBAPIError), unit_of_work(session_factory) as s:
+    # unit_of_work turns the terminated session into the store's domain error.
+    with pytest.raises(StoreUnavailable), unit_of_work(session_factory) as s:
         _record(s, "paused-leader")
         lease.fence(s, epoch=held.epoch)
         time.sleep(1.2)  # "paused": idle in transaction past IDLE_TX_S
