@@ -6,6 +6,7 @@ from sqlalchemy import pool
 
 import correlator.tables  # noqa: F401  (registers the correlator's tables on metadata)
 import healer.tables  # noqa: F401  (registers the healer's tables on metadata)
+import timeline.deliveries  # noqa: F401  (registers the notifications table)
 from alembic import context
 from timeline.db import make_engine
 from timeline.tables import metadata

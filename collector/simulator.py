@@ -11,6 +11,7 @@ import json
 import random
 import uuid
 from collections import defaultdict
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -106,7 +107,7 @@ class DemoFleet:
         """The GPUs of one node."""
         return [g for g in self.gpus if g.node == node]
 
-    def start(self, now: float) -> None:
+    def start(self, now: float, *, faults: bool = True) -> None:
         """Place the opening workload: busy jobs, idle allocations, a hang and a few faults."""
         names = [self.node_name(n) for n in range(self.nodes)]
         for i in range(0, len(names) - 1, 4):  # two-node training jobs on every 4th pair
@@ -120,8 +121,28 @@ class DemoFleet:
                 self.submit([node], 2, now - 900, phase="compute")
         hang = self.submit(names[-2:], self.gpus_per_node, now - 1200, phase="compute")
         self.set_phase(hang, "hang")
-        self.inject_xid79(now - 700)
-        self.inject_user_fault(now - 300)
+        if faults:
+            self.inject_xid79(now - 700)
+            self.inject_user_fault(now - 300)
+
+    def backfill(self, *, start: float, now: float, step_s: float) -> Iterator[Batch]:
+        """History from `start` to `now`, one round every `step_s`, faults near `now`.
+
+        The demo and tests use it so the idle view, trends and heatmap have data at once.
+        """
+        self.start(start, faults=False)
+        ts, first = start, True
+        xid_at: float | None = now - 700
+        user_at: float | None = now - 300
+        while ts <= now:
+            if xid_at is not None and ts >= xid_at:
+                self.inject_xid79(ts)
+                xid_at = None
+            if user_at is not None and ts >= user_at:
+                self.inject_user_fault(ts)
+                user_at = None
+            yield from self.tick(ts, first=first, churn=False)
+            first, ts = False, ts + step_s
 
     def submit(self, nodes: list[str], gpus_per_node: int, start_ts: float, phase: str) -> SimJob:
         """Start a job on `nodes`, taking the first free GPUs of each."""
@@ -214,7 +235,12 @@ class DemoFleet:
                 self.submit([node], self._rng.randint(1, free), now, phase="compute")
 
     def _sample(self, gpu: SimGpu, now: float) -> Sample:
-        row = self._rng.choice(self.profiles[PHASES[gpu.phase]])
+        rows = self.profiles[PHASES[gpu.phase]]
+        if gpu.phase == "held":
+            # The recorded held-idle phase starts with the tail of the compute before it; a job
+            # that holds a GPU and does nothing shows only its 0% rows (or idle's).
+            rows = [r for r in rows if r["util"] == 0] or self.profiles["idle"]
+        row = self._rng.choice(rows)
         power = row["power_mw"] / 1000.0 * self._rng.uniform(0.97, 1.03)
         # The spin/compute trace has no memory column; a job's GPU holds most of its HBM.
         mem_used = 60_000.0 if gpu.job_id else 480.0
@@ -301,9 +327,9 @@ class DemoFleet:
             allocations=allocs,
         )
 
-    def tick(self, now: float, *, first: bool = False) -> list[Batch]:
+    def tick(self, now: float, *, first: bool = False, churn: bool = True) -> list[Batch]:
         """Everything the fleet reports at `now`: one batch per node plus the scheduler's."""
-        if not first:
+        if churn and not first:
             self.churn(now)
         batches = [
             self.node_batch(self.node_name(n), now, with_identity=first) for n in range(self.nodes)

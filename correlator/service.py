@@ -11,7 +11,9 @@ from sqlalchemy.orm import Session
 from correlator import tables as ct
 from correlator.models import IdleFinding, IdleTotal, Incident, IncidentState
 from correlator.sql import among
+from correlator.taxonomy import Blame
 from timeline.errors import NotFound
+from timeline.fleet import Failing, FailingSet
 
 _INCIDENT_COLS = [c.name for c in ct.incidents.columns if c.name != "id"]
 _IDLE_COLS = [c.name for c in ct.idle_findings.columns if c.name != "id"]
@@ -185,13 +187,19 @@ def save_idle_findings(session: Session, *, findings: Iterable[IdleFinding], now
 
 
 def list_idle_findings(
-    session: Session, *, state: str | None = None, limit: int = 500
+    session: Session,
+    *,
+    state: str | None = None,
+    seen_since: float | None = None,
+    limit: int = 500,
 ) -> list[IdleFinding]:
-    """Idle findings, most wasteful first."""
+    """Idle findings, most wasteful first (seen_since: idle at some point after this time)."""
     tbl = ct.idle_findings
     stmt = select(tbl).order_by(tbl.c.gpu_hours.desc(), tbl.c.id).limit(limit)
     if state is not None:
         stmt = stmt.where(tbl.c.state == state)
+    if seen_since is not None:
+        stmt = stmt.where(tbl.c.last_seen_ts >= seen_since)
     return [IdleFinding.model_validate(dict(r)) for r in session.execute(stmt).mappings()]
 
 
@@ -248,3 +256,33 @@ def save_power_profiles(
         session.execute(
             stmt, [{f"b_{k}": v for k, v in r.items()} | {"_uuid": r["gpu_uuid"]} for r in old]
         )
+
+
+def failing_set(session: Session) -> FailingSet:
+    """GPUs and nodes that an open incident blames (blame "node"): what "failing" means.
+
+    A user's own fault (blame "job", e.g. an Xid 31 from an illegal memory access) marks nothing.
+    """
+    tbl = ct.incidents
+    stmt = (
+        select(
+            tbl.c.id,
+            tbl.c.title,
+            tbl.c.culprit_node,
+            tbl.c.culprit_gpu_uuid,
+            tbl.c.culprit_pci_bus_id,
+        )
+        .where(tbl.c.state == IncidentState.OPEN.value, tbl.c.blame == Blame.NODE.value)
+        .where(tbl.c.culprit_node.is_not(None))
+        .order_by(tbl.c.last_seen_ts)
+    )
+    out = FailingSet()
+    for inc_id, title, node, uuid, pci in session.execute(stmt).all():
+        bad = Failing(reason=str(title), incident_id=int(inc_id))
+        if uuid:
+            out.gpus[uuid] = bad
+        if pci:
+            out.gpus[f"{node}|{pci}"] = bad
+        if not uuid and not pci:
+            out.nodes[node] = bad
+    return out

@@ -13,6 +13,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 import correlator.tables  # noqa: F401  (registers the correlator's tables on metadata)
 import healer.tables  # noqa: F401  (registers the healer's tables on metadata)
+import timeline.deliveries  # noqa: F401  (registers the notifications table)
 from timeline import db
 from timeline.tables import metadata
 

@@ -1,18 +1,33 @@
-"""The fleet at a glance: every GPU classified busy, allocated-but-idle, free, failing or stale."""
+"""The fleet at a glance: every GPU classified busy, allocated-but-idle, free, failing or stale.
+
+Whether a GPU is failing is not decided here: the caller passes the failing set (built by the
+correlator from its open incidents), because meaning lives in the correlator.
+"""
 
 from __future__ import annotations
 
 import enum
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
-from sqlalchemy import or_, select
 from sqlalchemy.orm import Session
 
-from timeline import queries
-from timeline import tables as t
-from timeline.models import EventKind, Severity
+from timeline import history, queries
+from timeline.history import Holder
+
+# Node labels that name a group worth showing the grid by, first match wins: Slurm partition or
+# Kubernetes namespace-ish labels, racks, then the NVLink domain (GPU operator's clique label).
+GROUP_LABELS = (
+    "partitions",  # the Slurm source's node label: "gpu,debug"
+    "partition",
+    "fleetmedic.io/partition",
+    "rack",
+    "topology.kubernetes.io/rack",
+    "nvidia.com/gpu.clique",
+)
+_DRAIN_WORDS = ("DRAIN", "DOWN", "FAIL", "MAINT", "REBOOT")
+OUR_DRAIN_PREFIX = "fleetmedic:"  # the healer marks its own drains with this reason prefix
 
 
 class GpuState(enum.StrEnum):
@@ -25,20 +40,30 @@ class GpuState(enum.StrEnum):
     STALE = "stale"  # no telemetry for a while: the agent or the node is gone
 
 
-# Kinds that mean the hardware itself is suspect, whatever their severity says.
-_FAILING_KINDS = {
-    EventKind.XID.value,
-    EventKind.SXID.value,
-    EventKind.GPU_LOST.value,
-    EventKind.ROW_REMAP.value,
-    EventKind.GSP.value,
-    EventKind.PCIE_AER.value,
-    EventKind.NVLINK.value,
-}
-_BAD_SEVERITIES = {Severity.ERROR.value, Severity.CRITICAL.value}
+@dataclass(frozen=True)
+class Failing:
+    """Why a GPU or node is failing, and the incident that says so."""
+
+    reason: str
+    incident_id: int | None = None
 
 
 @dataclass
+class FailingSet:
+    """GPUs (by uuid, or "node|pci bus id") and whole nodes that open incidents blame."""
+
+    gpus: dict[str, Failing] = field(default_factory=dict)
+    nodes: dict[str, Failing] = field(default_factory=dict)
+
+    def for_gpu(self, node: str, uuid: str, pci_bus_id: str | None) -> Failing | None:
+        """The failure blamed on this GPU, or on its whole node."""
+        found = self.gpus.get(uuid)
+        if found is None and pci_bus_id:
+            found = self.gpus.get(f"{node}|{pci_bus_id}")
+        return found or self.nodes.get(node)
+
+
+@dataclass(slots=True)
 class GpuView:
     """One GPU cell of the fleet grid."""
 
@@ -56,7 +81,10 @@ class GpuView:
     sample_ts: float | None
     job_id: str | None = None
     user: str | None = None
+    account: str | None = None
+    partition: str | None = None
     reason: str | None = None  # why it is failing, in a few words
+    incident_id: int | None = None  # the open incident that blames it
 
 
 @dataclass
@@ -66,35 +94,21 @@ class NodeView:
     name: str
     state: str | None
     reason: str | None
+    group: str = "all"
+    reason_user: str | None = None
+    reason_ts: float | None = None
     gpus: list[GpuView] = field(default_factory=list)
 
+    @property
+    def drained(self) -> bool:
+        """The scheduler keeps jobs off this node (drained, down, cordoned)."""
+        word = (self.state or "").upper()
+        return any(w in word for w in _DRAIN_WORDS) or "CORDON" in word
 
-def _suspect_events(session: Session, *, since: float) -> list[dict[str, Any]]:
-    stmt = (
-        select(
-            t.events.c.node,
-            t.events.c.gpu_uuid,
-            t.events.c.pci_bus_id,
-            t.events.c.kind,
-            t.events.c.code,
-            t.events.c.message,
-        )
-        .where(t.events.c.ts >= since)
-        .where(
-            or_(
-                t.events.c.kind.in_(_FAILING_KINDS),
-                (t.events.c.severity.in_(_BAD_SEVERITIES) & t.events.c.gpu_uuid.is_not(None)),
-            )
-        )
-        .order_by(t.events.c.ts)
-    )
-    return [dict(r) for r in session.execute(stmt).mappings()]
-
-
-def _failure_reason(event: dict[str, Any]) -> str:
-    if event["kind"] in (EventKind.XID.value, EventKind.SXID.value) and event["code"] is not None:
-        return f"{event['kind'].upper()} {event['code']}"
-    return str(event["kind"]).replace("_", " ")
+    @property
+    def drained_by_us(self) -> bool:
+        """Drained by fleetmedic's healer (its reason carries our prefix)."""
+        return self.drained and (self.reason or "").startswith(OUR_DRAIN_PREFIX)
 
 
 def classify(
@@ -102,12 +116,12 @@ def classify(
     *,
     now: float,
     allocated: bool,
-    failing_reason: str | None,
+    failing: bool,
     idle_threshold: float,
     stale_after_s: float,
 ) -> GpuState:
-    """The state of one GPU from its newest sample, its allocation and recent failures."""
-    if failing_reason is not None or row.get("remap_failure"):
+    """The state of one GPU from its newest sample, its allocation and the failing set."""
+    if failing:
         return GpuState.FAILING
     if row.get("ts") is None or now - float(row["ts"]) > stale_after_s:
         return GpuState.STALE
@@ -117,63 +131,102 @@ def classify(
     return GpuState.BUSY if util > idle_threshold else GpuState.FREE
 
 
+def node_group(node: dict[str, Any]) -> str:
+    """The grid group of a node: its partition, rack or NVLink domain label, else "all"."""
+    labels = node.get("labels") or {}
+    if isinstance(labels, dict):
+        for key in GROUP_LABELS:
+            value = labels.get(key)
+            if value:
+                return f"{key.rsplit('/', 1)[-1]}={value}"
+    return "all"
+
+
+def _allocation_index(
+    allocs: list[Holder],
+) -> tuple[dict[tuple[str, int], Holder], dict[str, Holder]]:
+    by_gpu: dict[tuple[str, int], Holder] = {}
+    whole_node: dict[str, Holder] = {}
+    for a in allocs:
+        if a.gpu_index is None or a.gpu_index < 0:
+            whole_node[a.node] = a
+        else:
+            by_gpu[(a.node, a.gpu_index)] = a
+    return by_gpu, whole_node
+
+
+def _gpu_view(
+    row: dict[str, Any], alloc: Holder | None, bad: Failing | None, state: GpuState
+) -> GpuView:
+    # Positional: this runs once per GPU on every fleet page (10k+ times).
+    view = GpuView(
+        row["uuid"], row["node"], row["index"], row["pci_bus_id"], row["name"], state,
+        row.get("util_gpu"), row.get("power_w"), row.get("mem_used_mb"),
+        row.get("mem_total_mb"), row.get("temp_gpu"), row.get("ts"),
+    )  # fmt: skip
+    if alloc is not None:
+        view.job_id, view.user = alloc.job_id, alloc.user
+        view.account, view.partition = alloc.account, alloc.partition
+    if bad is not None:
+        view.reason, view.incident_id = bad.reason, bad.incident_id
+    return view
+
+
+Classified = tuple[dict[str, Any], "Holder | None", "Failing | None", GpuState]
+
+
+def classify_all(
+    session: Session,
+    *,
+    now: float,
+    failing: FailingSet | None = None,
+    idle_threshold: float = 5.0,
+    stale_after_s: float = 120.0,
+) -> tuple[dict[str, NodeView], list[Classified]]:
+    """Every node (GPUs not attached) and every GPU as (newest row, holder, failure, state).
+
+    The one classification of the fleet: the grid, /api/v1/fleet and /metrics all read it.
+    """
+    failing = failing or FailingSet()
+    latest = queries.latest_gpu_samples(session)
+    by_gpu, whole_node = _allocation_index(history.holders_at(session, at=now))
+    nodes = {
+        n["name"]: NodeView(n["name"], n["state"], n["reason"], node_group(n),
+                            n.get("reason_user"), n.get("reason_ts"))
+        for n in history.node_states(session)
+    }  # fmt: skip
+    out: list[Classified] = []
+    any_failing = bool(failing.gpus or failing.nodes)
+    for row in latest:
+        node = row["node"]
+        alloc = by_gpu.get((node, row["index"])) or whole_node.get(node)
+        bad = failing.for_gpu(node, row["uuid"], row["pci_bus_id"]) if any_failing else None
+        state = classify(row, now=now, allocated=alloc is not None, failing=bad is not None,
+                         idle_threshold=idle_threshold, stale_after_s=stale_after_s)  # fmt: skip
+        out.append((row, alloc, bad, state))
+        if node not in nodes:
+            nodes[node] = NodeView(node, None, None)
+    return nodes, out
+
+
 def fleet_view(
     session: Session,
     *,
     now: float,
+    failing: FailingSet | None = None,
     idle_threshold: float = 5.0,
-    failing_window_s: float = 3600.0,
     stale_after_s: float = 120.0,
 ) -> list[NodeView]:
-    """Every node with its GPUs classified, for the fleet grid and /api/v1/fleet."""
-    latest = queries.latest_gpu_samples(session)
-    allocs = queries.current_allocations(session, at=now)
-    by_gpu: dict[tuple[str, int], dict[str, Any]] = {}
-    whole_node: dict[str, dict[str, Any]] = {}
-    for a in allocs:
-        if a["gpu_index"] is None or a["gpu_index"] < 0:
-            whole_node[a["node"]] = a
-        else:
-            by_gpu[(a["node"], a["gpu_index"])] = a
-    failing: dict[str, str] = {}
-    for e in _suspect_events(session, since=now - failing_window_s):
-        for key in (e["gpu_uuid"], e["pci_bus_id"] and f"{e['node']}|{e['pci_bus_id']}"):
-            if key:
-                failing[key] = _failure_reason(e)
-    nodes = {
-        n["name"]: NodeView(n["name"], n["state"], n["reason"]) for n in queries.list_nodes(session)
-    }
+    """Every node with its GPUs classified, for /api/v1/fleet."""
+    nodes, gpus = classify_all(session, now=now, failing=failing, idle_threshold=idle_threshold,
+                               stale_after_s=stale_after_s)  # fmt: skip
+    return views_of(nodes, gpus)
+
+
+def views_of(nodes: dict[str, NodeView], gpus: list[Classified]) -> list[NodeView]:
+    """Nodes by name with a view of each of their GPUs (new objects: the inputs stay as they
+    are, so a cached classification can be shown many times)."""
     grouped: dict[str, list[GpuView]] = defaultdict(list)
-    for row in latest:
-        alloc = by_gpu.get((row["node"], row["index"])) or whole_node.get(row["node"])
-        reason = failing.get(row["uuid"]) or failing.get(f"{row['node']}|{row['pci_bus_id']}")
-        state = classify(
-            row,
-            now=now,
-            allocated=alloc is not None,
-            failing_reason=reason,
-            idle_threshold=idle_threshold,
-            stale_after_s=stale_after_s,
-        )
-        grouped[row["node"]].append(
-            GpuView(
-                uuid=row["uuid"],
-                node=row["node"],
-                index=row["index"],
-                pci_bus_id=row["pci_bus_id"],
-                name=row["name"],
-                state=state,
-                util_gpu=row.get("util_gpu"),
-                power_w=row.get("power_w"),
-                mem_used_mb=row.get("mem_used_mb"),
-                mem_total_mb=row.get("mem_total_mb"),
-                temp_gpu=row.get("temp_gpu"),
-                sample_ts=row.get("ts"),
-                job_id=alloc["job_id"] if alloc else None,
-                user=alloc["user"] if alloc else None,
-                reason=reason or ("row remap failure" if row.get("remap_failure") else None),
-            )
-        )
-    for name, gpus in grouped.items():
-        nodes.setdefault(name, NodeView(name, None, None)).gpus = gpus
-    return [nodes[name] for name in sorted(nodes)]
+    for row, alloc, bad, state in gpus:
+        grouped[row["node"]].append(_gpu_view(row, alloc, bad, state))
+    return [replace(nodes[name], gpus=grouped.get(name, [])) for name in sorted(nodes)]

@@ -102,7 +102,14 @@ def current_allocations(session: Session, *, at: float) -> list[dict[str, Any]]:
     """All allocations open at time `at`, with their job's user and account."""
     a = t.allocations
     stmt = (
-        select(a, t.jobs.c.user, t.jobs.c.account, t.jobs.c.name, t.jobs.c.state)
+        select(
+            a,
+            t.jobs.c.user,
+            t.jobs.c.account,
+            t.jobs.c.partition,
+            t.jobs.c.name,
+            t.jobs.c.state,
+        )
         .join(t.jobs, and_(a.c.job_id == t.jobs.c.job_id, a.c.scheduler == t.jobs.c.scheduler))
         .where(a.c.start_ts <= at, or_(a.c.end_ts.is_(None), a.c.end_ts > at))
     )

@@ -189,6 +189,32 @@ class Settings(BaseSettings):
     healer_interval_s: float = 5.0  # a pass at least this often (correlator changes wake it sooner)
     healer_command_timeout_s: float = 30.0  # each scontrol/sbatch/API call
 
+    # --- dashboard and alerts (web/notify) ---
+    fleet_cache_s: float = 5.0  # the classified fleet is reused this long by pages and /metrics
+    notify_enabled: bool = False  # the server sends alerts on the routes configured below
+    notify_routes_file: Path | None = None  # TOML: [[route]]s, [users.NAME] contacts, [owners]
+    notify_interval_s: float = 5.0  # how often new incident changes are sent
+    notify_base_url: str = "http://127.0.0.1:8080"  # links in alerts point here
+    notify_rate_per_minute: int = 30  # messages per route per minute; the rest wait
+    notify_retry_attempts: int = 3  # tries within one pass (exponential backoff)
+    notify_max_attempts: int = 8  # passes before a delivery is marked failed
+    notify_backoff_s: float = 1.0  # first retry wait; doubles each time
+    notify_timeout_s: float = 10.0  # HTTP and SMTP timeout per try
+    notify_alertmanager_resend_s: float = 60.0  # re-send open alerts this often
+    notify_smtp_host: str = "127.0.0.1"
+    notify_smtp_port: int = 25
+    notify_smtp_from: str = "fleetmedic@localhost"
+    notify_smtp_starttls: bool = False
+    notify_smtp_user: str | None = None
+    notify_smtp_password: SecretStr | None = None
+    notify_mail_domain: str | None = None  # job owner USER without a contact: USER@this domain
+    notify_owner_sink: str = "email"  # how job owners are told: email or slack
+    notify_idle_nudge_hours: float | None = None  # nudge owners of GPUs idle this long; off
+    notify_demo_receiver_url: str | None = (
+        None  # the demo's local receiver, linked on /notifications
+    )
+    metrics_per_gpu: bool = False  # opt in to per-GPU utilization series on /metrics
+
     _tokens = field_validator("agent_tokens", "api_tokens", mode="before")(_split_tokens)
     _split = field_validator(
         "kubernetes_user_keys",

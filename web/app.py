@@ -5,31 +5,60 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
+from pathlib import Path
 
 from fastapi import FastAPI
+from prometheus_client import CollectorRegistry
 from starlette.middleware.sessions import SessionMiddleware
+from starlette.staticfiles import StaticFiles
 
 from timeline import __version__, db
 from timeline.settings import Settings
-from web.api import actions, incidents, ingest, ops, read
+from web.api import actions, heatmap, incidents, ingest, ops, read
 from web.api.ops import install_openapi
 from web.auth import TokenTable
 from web.errors import install_error_handlers
+from web.fleetmetrics import DashboardCollector
+from web.fleetstate import FleetCache
 from web.healer_metrics import HealerCollector
 from web.leader import LeaseElector
 from web.logs import configure_logging
 from web.metrics import ServerMetrics
-from web.pages import fleet as fleet_page
+from web.pages import ROUTERS as PAGE_ROUTERS
 from web.pages import login as login_page
 from web.runtime import ServerRuntime
 
 log = logging.getLogger(__name__)
 
 Configure = Callable[[ServerRuntime, Settings], None]
+STATIC_DIR = Path(__file__).resolve().parent / "static"
 
 
-def create_app(settings: Settings, *, configure: Configure | None = None) -> FastAPI:
+def _routes(app: FastAPI) -> None:
+    """Operations, the API, the pages and their static assets."""
+    for router in (
+        ops.router,
+        login_page.router,
+        ingest.router,
+        read.router,
+        incidents.router,
+        actions.router,
+        heatmap.router,
+        *PAGE_ROUTERS,
+    ):
+        app.include_router(router)
+    app.mount("/assets", StaticFiles(directory=STATIC_DIR), name="assets")
+
+
+def create_app(
+    settings: Settings,
+    *,
+    configure: Configure | None = None,
+    registry: CollectorRegistry | None = None,
+) -> FastAPI:
     """Build the app; `configure` adds periodic jobs (cluster sources, correlator).
+
+    `registry` is where /metrics reads from (a fresh one per app unless given).
 
     A malformed token setting is a ValueError here, before anything is served (fail closed).
     """
@@ -73,7 +102,9 @@ def create_app(settings: Settings, *, configure: Configure | None = None) -> Fas
     app.state.engine = engine
     app.state.session_factory = factory
     app.state.write_lock = db.write_lock(engine, settings.database_busy_timeout_s)
-    app.state.metrics = ServerMetrics(leader)
+    app.state.fleet_cache = cache = FleetCache(settings.fleet_cache_s)
+    app.state.metrics = ServerMetrics(leader, registry=registry)
+    app.state.metrics.registry.register(DashboardCollector(factory, settings, cache))
     app.state.metrics.registry.register(HealerCollector(factory))
     app.state.runtime = runtime
     app.state.leader = leader
@@ -86,13 +117,7 @@ def create_app(settings: Settings, *, configure: Configure | None = None) -> Fas
         https_only=settings.session_https_only,
     )
     install_error_handlers(app)
-    app.include_router(ops.router)
-    app.include_router(login_page.router)
-    app.include_router(ingest.router)
-    app.include_router(read.router)
-    app.include_router(incidents.router)
-    app.include_router(actions.router)
-    app.include_router(fleet_page.router)
+    _routes(app)
     install_openapi(app)
     return app
 

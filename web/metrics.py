@@ -1,4 +1,7 @@
-"""Prometheus metrics of the server: ingest counters and every source's health counters."""
+"""Prometheus metrics of the server: ingest counters and every source's health counters.
+
+The registry is passed in (never the global one); web.fleetmetrics adds the store's families.
+"""
 
 from __future__ import annotations
 
@@ -53,8 +56,10 @@ class _LeaderCollector(Collector):
 class ServerMetrics:
     """One registry per app, so tests can build many apps in one process."""
 
-    def __init__(self, elector: LeaseElector | None = None) -> None:
-        self.registry = CollectorRegistry()
+    def __init__(
+        self, elector: LeaseElector | None = None, *, registry: CollectorRegistry | None = None
+    ) -> None:
+        self.registry = registry if registry is not None else CollectorRegistry()
         self.batches = Counter(
             "fleetmedic_ingest_batches", "Batches received", ["result"], registry=self.registry
         )

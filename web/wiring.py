@@ -56,6 +56,22 @@ def configure_runtime(runtime: ServerRuntime, settings: Settings) -> None:
 
         runtime.add("correlator", correlate, settings.correlator_interval_s)
 
+    if settings.notify_enabled:
+        from web.notify.jobs import build_notifier, run_notifier
+
+        notifier = build_notifier(runtime.factory, settings)
+        # The lease fence: a leader that lost its term records nothing as sent (issue #13).
+        runtime.add(
+            "notifier",
+            lambda: run_notifier(notifier, fence=runtime.fence),
+            settings.notify_interval_s,
+        )
+        log.info(
+            "notifier every %.0f s on %d routes",
+            settings.notify_interval_s,
+            len(notifier.config.routes),
+        )
+
 
 def _healer(runtime: ServerRuntime, settings: Settings) -> HealerRunner | None:
     if not settings.healer_enabled:

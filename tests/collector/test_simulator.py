@@ -5,10 +5,13 @@ from __future__ import annotations
 import time
 from collections import Counter
 
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, sessionmaker
 
 from collector.simulator import DemoFleet, load_profiles
+from correlator import service as incidents
+from correlator.flows import correlate_once
 from timeline import fleet, queries, service
+from timeline.settings import Settings
 
 
 def test_profiles_come_from_the_real_h100_trace_phases() -> None:
@@ -19,14 +22,19 @@ def test_profiles_come_from_the_real_h100_trace_phases() -> None:
     assert max(r["power_mw"] for r in spin) < 200_000  # a spin-wait draws near idle power
 
 
-def test_demo_fleet_shows_busy_idle_free_and_failing_gpus(session: Session) -> None:
+def test_demo_fleet_shows_busy_idle_free_and_failing_gpus(
+    session: Session, session_factory: sessionmaker[Session]
+) -> None:
     sim = DemoFleet(nodes=8, gpus_per_node=8)
     now = time.time()
     sim.start(now)
     for batch in sim.tick(now, first=True):
         service.append_batch(session, batch=batch)
     session.commit()
-    states = Counter(g.state.value for n in fleet.fleet_view(session, now=now) for g in n.gpus)
+    correlate_once(session_factory, settings=Settings(), now=now)  # failing = its incidents
+    failing = incidents.failing_set(session)
+    views = fleet.fleet_view(session, now=now, failing=failing)
+    states = Counter(g.state.value for n in views for g in n.gpus)
     assert sum(states.values()) == 64
     assert states["busy"] and states["idle_allocated"] and states["free"] and states["failing"]
     kinds = Counter(e["kind"] for e in queries.events_in_window(session))

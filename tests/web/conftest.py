@@ -22,6 +22,7 @@ def settings(migrated_url: str, engine: Engine, tmp_path: Path) -> Settings:
         database_url=migrated_url,
         agent_tokens=[AGENT_TOKEN],
         page_refresh_s=0,
+        fleet_cache_s=0,  # tests change the fleet between reads: no reuse
         data_dir=tmp_path,
     )
 
@@ -42,24 +43,7 @@ def auth() -> dict[str, str]:
 @pytest.fixture()
 def live_server(settings: Settings) -> Iterator[str]:
     """A real uvicorn server on a free loopback port, in a thread; yields its base URL."""
-    import socket
-    import threading
-    import time
+    from tests.helpers.services import serve_app
 
-    import uvicorn
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    server = uvicorn.Server(
-        uvicorn.Config(create_app(settings), host="127.0.0.1", port=port, log_level="warning")
-    )
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 20
-    while not server.started and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert server.started, "uvicorn did not start"
-    yield f"http://127.0.0.1:{port}"
-    server.should_exit = True
-    thread.join(10)
+    with serve_app(create_app(settings)) as url:
+        yield url

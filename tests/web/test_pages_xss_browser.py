@@ -23,8 +23,10 @@ from fastapi.testclient import TestClient
 from correlator import service as incidents
 from correlator.jobs import run_correlator
 from correlator.models import AffectedJob, IdleFinding, Incident
+from tests.helpers.browser import chromium_path as _chromium
+from tests.helpers.browser import headless as _headless
 from tests.web.conftest import AGENT_TOKEN
-from tests.web.test_fleet_page_browser import _chromium, _headless
+from timeline import queries
 from timeline.db import unit_of_work
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
@@ -67,8 +69,20 @@ class Hostile:
         return text
 
 
-# Every page; the dashboard branch adds its own here. `{next}` is a hostile login target.
-PAGES = ["/", "/login?next={next}"]
+# Every page. `{next}` is a hostile login target; `{incident}`, `{job}` and `{node}` are a
+# stored incident's id and a hostile job id and node name (URL-quoted).
+PAGES = [
+    "/",
+    "/login?next={next}",
+    "/idle",
+    "/failing",
+    "/incidents",
+    "/incidents/{incident}",
+    "/jobs/{job}",
+    "/nodes/{node}",
+    "/remediation",
+    "/notifications",
+]
 
 
 def _round(h: Hostile, r: int, now: float) -> dict[str, Any]:
@@ -98,34 +112,72 @@ def _round(h: Hostile, r: int, now: float) -> dict[str, Any]:
 
 
 def _gpu(h: Hostile, node: str, uuid: str) -> dict[str, Any]:
-    return {"uuid": uuid, "node": node, "index": 0, "name": h("gpu name", 128),
-            "serial": h("serial", 64), "pci_bus_id": h("pci", 32),
-            "driver_version": h("driver", 32)}  # fmt: skip
+    return {
+        "uuid": uuid,
+        "node": node,
+        "index": 0,
+        "name": h("gpu name", 128),
+        "serial": h("serial", 64),
+        "pci_bus_id": h("pci", 32),
+        "driver_version": h("driver", 32),
+    }
 
 
 def _events(h: Hostile, r: int, node: str, job: str, uuid: str, now: float) -> list[Any]:
     return [
-        {"ts": now - 20 - r, "node": node, "source": h("source", 32), "kind": "xid",
-         "code": 79, "gpu_uuid": uuid, "job_id": job, "severity": "critical",
-         "message": h("event message", 4096), "payload": {"text": h("payload")}},
-        {"ts": now - 30 - r, "node": node, "source": "joblog", "kind": "nccl_error",
-         "job_id": job, "message": h("event message 2", 4096), "raw": h("event raw")},
-    ]  # fmt: skip
+        {
+            "ts": now - 20 - r,
+            "node": node,
+            "source": h("source", 32),
+            "kind": "xid",
+            "code": 79,
+            "gpu_uuid": uuid,
+            "job_id": job,
+            "severity": "critical",
+            "message": h("event message", 4096),
+            "payload": {"text": h("payload")},
+        },
+        {
+            "ts": now - 30 - r,
+            "node": node,
+            "source": "joblog",
+            "kind": "nccl_error",
+            "job_id": job,
+            "message": h("event message 2", 4096),
+            "raw": h("event raw"),
+        },
+    ]
 
 
 def _job(h: Hostile, node: str, job: str, now: float) -> dict[str, Any]:
-    return {"scheduler": "slurm", "job_id": job, "cluster": h("cluster", 64),
-            "name": h("job name"), "user": h("user", 128), "account": h("account", 128),
-            "partition": h("partition", 128), "state": "RUNNING", "reason": h("job reason"),
-            "nodes": [node], "start_ts": now - 600, "checkpoint_dir": h("checkpoint dir"),
-            "wandb_run": h("wandb run"), "payload": {"comment": h("job payload")}}  # fmt: skip
+    return {
+        "scheduler": "slurm",
+        "job_id": job,
+        "cluster": h("cluster", 64),
+        "name": h("job name"),
+        "user": h("user", 128),
+        "account": h("account", 128),
+        "partition": h("partition", 128),
+        "state": "RUNNING",
+        "reason": h("job reason"),
+        "nodes": [node],
+        "start_ts": now - 600,
+        "checkpoint_dir": h("checkpoint dir"),
+        "wandb_run": h("wandb run"),
+        "payload": {"comment": h("job payload")},
+    }
 
 
 def _node(h: Hostile, node: str) -> dict[str, Any]:
-    return {"name": node, "cluster": h("node cluster", 64), "state": h("node state", 64),
-            "reason": h("node reason"), "reason_user": h("drained by", 128),
-            "labels": {h("label key"): h("label value")},
-            "taints": [{"key": h("taint"), "effect": "NoSchedule"}]}  # fmt: skip
+    return {
+        "name": node,
+        "cluster": h("node cluster", 64),
+        "state": h("node state", 64),
+        "reason": h("node reason"),
+        "reason_user": h("drained by", 128),
+        "labels": {h("label key"): h("label value")},
+        "taints": [{"key": h("taint"), "effect": "NoSchedule"}],
+    }
 
 
 def _stored_findings(h: Hostile, r: int, now: float) -> tuple[Incident, IdleFinding]:
@@ -217,12 +269,23 @@ def test_no_page_runs_hostile_text_from_any_field(
     h = Hostile()
     _seed(live_server, client, h)
     hostile_next = quote("/" + h("login next", 1000), safe="")
+    app: Any = client.app
+    with app.state.session_factory() as s:  # a stored incident, a hostile job and node
+        inc = incidents.list_incidents(s, limit=1)[0]
+        job, node = queries.list_jobs(s, limit=1)[0], queries.list_nodes(s)[0]
+    ids = {
+        "incident": inc.id,
+        "job": quote(str(job["job_id"]), safe=""),
+        "node": quote(str(node["name"]), safe=""),
+    }
     for path in PAGES:
-        url = live_server + path.format(next=hostile_next)
+        url = live_server + path.format(next=hostile_next, **ids)
         assert httpx.get(url).status_code == 200, path
         ran, dom = _scripts_that_ran(chromium, url, h.issued)
         assert ran == [], f"{path}: hostile text ran as script: {ran}"
         if path == "/":
             # Shown as text, and the page is whole: the grid, the events, Plotly's drawing.
-            assert "&lt;script&gt;console.log(" in dom and dom.count('class="gpu"') >= 10
-            assert 'id="recent-events"' in dom and "main-svg" in dom
+            assert "&lt;script&gt;console.log(" in dom and 'class="grid"' in dom
+            gpus = re.search(r'data-gpus="(\d+)"', dom)
+            assert gpus is not None and int(gpus.group(1)) >= 10
+            assert 'id="open-incidents"' in dom and "main-svg" in dom

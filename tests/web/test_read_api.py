@@ -72,10 +72,21 @@ def _ingest_fleet(client: TestClient, auth: dict[str, str]) -> None:
     assert r.status_code == 200, r.text
 
 
+def _correlate(client: TestClient) -> None:
+    from correlator.flows import correlate_once
+
+    app = client.app
+    correlate_once(app.state.session_factory, settings=app.state.settings)  # type: ignore[attr-defined]
+
+
 def test_fleet_api_classifies_busy_idle_free_and_failing(
     client: TestClient, auth: dict[str, str]
 ) -> None:
     _ingest_fleet(client, auth)
+    before = client.get("/api/v1/fleet").json()
+    # The Xid 79 alone paints nothing: failing means an open incident blames the GPU.
+    assert [g["state"] for g in before[0]["gpus"]][3] == "free"
+    _correlate(client)
     nodes = client.get("/api/v1/fleet").json()
     states = {g["index"]: (g["state"], g["job_id"]) for g in nodes[0]["gpus"]}
     assert states == {
@@ -100,12 +111,22 @@ def test_read_endpoints_return_ingested_rows(client: TestClient, auth: dict[str,
 
 def test_fleet_page_renders_grid_and_heatmap(client: TestClient, auth: dict[str, str]) -> None:
     _ingest_fleet(client, auth)
+    _correlate(client)
     page = client.get("/")
     assert page.status_code == 200
     html = page.text
-    assert html.count('class="gpu"') == 4
-    assert 'data-state="failing"' in html and 'data-state="idle_allocated"' in html
-    assert "util-heatmap" in html and "fallen off the bus" in html
+    import json
+    import re
+
+    found = re.search(r'id="grid-data">(.*?)</script>', html, re.S)
+    assert found is not None and 'data-gpus="4"' in html
+    grid = json.loads(found.group(1))
+    assert [n[0] for n in grid["nodes"]] == ["gpu-node-01"] and grid["nodes"][0][3] == "bifx"
+    assert 'id="heatmap" data-src="/api/v1/fleet/heatmap?hours=1"' in html
+    assert "fallen off the bus" in html
+    heat = client.get("/api/v1/fleet/heatmap").json()
+    assert heat["nodes"] == ["gpu-node-01"] and heat["spans"][0][0][2] == "job 4242 (alice)"
+    assert any(v is not None for v in heat["z"][0])
     assert client.get("/static/plotly.min.js").text.startswith("/**")
 
 
@@ -130,3 +151,21 @@ def test_metrics_and_health_endpoints(client: TestClient, auth: dict[str, str]) 
     metrics = client.get("/metrics").text
     assert 'fleetmedic_ingest_batches_total{result="stored"} 1.0' in metrics
     assert "fleetmedic_ingest_samples_total 4.0" in metrics
+
+
+def test_fleet_cache_reuses_the_classification_for_its_ttl_then_rebuilds(
+    settings: Settings, client: TestClient, auth: dict[str, str]
+) -> None:
+    from web.fleetstate import FleetCache
+
+    _ingest_fleet(client, auth)
+    factory = client.app.state.session_factory  # type: ignore[attr-defined]
+    cache = FleetCache(ttl_s=60)
+    with factory() as s:
+        first = cache.rows(s, settings=settings, now=time.time())
+        _correlate(client)  # Xid 79 becomes an incident: GPU 3 turns failing
+        again = cache.rows(s, settings=settings, now=time.time())
+        fresh = FleetCache(ttl_s=0).rows(s, settings=settings, now=time.time())
+    assert again is first  # within the ttl: the same classification, not rebuilt
+    assert [st.value for *_, st in first[1]][3] == "free"
+    assert [st.value for *_, st in fresh[1]][3] == "failing"

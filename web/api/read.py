@@ -8,7 +8,6 @@ each within the contract's caps, so a read holds tens of MB at worst, never hund
 
 from __future__ import annotations
 
-import dataclasses
 import time
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
@@ -134,11 +133,12 @@ async def job(request: Request, response: Response, job_id: JobIdPath) -> dict[s
 
 
 @router.get("/fleet")
-async def fleet_state(request: Request, response: Response) -> list[dict[str, Any]]:
+async def fleet_state(request: Request, response: Response) -> Response:
     """Every node and GPU classified busy / idle_allocated / free / failing / stale."""
-    settings = request.app.state.settings
+    settings, cache = request.app.state.settings, request.app.state.fleet_cache
     views = await read_session(
-        request,
-        lambda s: fleet.fleet_view(s, now=time.time(), idle_threshold=settings.idle_util_threshold),
+        request, lambda s: fleet.views_of(*cache.rows(s, settings=settings, now=time.time()))
     )
-    return within_budget(request, response, [dataclasses.asdict(v) for v in views])
+    kept = within_budget(request, response, views)
+    # orjson serializes the dataclasses directly: 10k GPUs in milliseconds, not seconds.
+    return Response(orjson.dumps(kept), media_type="application/json", headers=response.headers)

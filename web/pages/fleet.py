@@ -1,23 +1,22 @@
-"""The fleet page: a grid of GPUs by node, colored by state, with a utilization heatmap."""
+"""The fleet page: header counts, a compact canvas grid by group, filters, and a heatmap."""
 
 from __future__ import annotations
 
 import time
-from collections import Counter
-from functools import lru_cache
+from functools import lru_cache, partial
 from typing import Any
 
-import plotly.graph_objects as go
-from fastapi import APIRouter, Depends, Request
-from fastapi.concurrency import run_in_threadpool
+from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import HTMLResponse, Response
-from markupsafe import Markup
 
 from correlator import service as incidents
-from timeline import fleet, queries
 from timeline.fleet import GpuState, NodeView
+from timeline.history import Holder
+from web import healerview
 from web.auth import Principal
-from web.pages.templating import page_viewer, plot_text, plotly_figure, render
+from web.fleetstate import STATE_CODES, FleetCache, FleetFilter, filter_options
+from web.pages.common import show
+from web.pages.templating import page_viewer
 
 router = APIRouter(include_in_schema=False)
 
@@ -44,65 +43,111 @@ def _plotly_js() -> str:
     return get_plotlyjs()
 
 
-def utilization_heatmap(nodes: list[NodeView]) -> Markup:
-    """A Plotly heatmap of GPU utilization, node by GPU index, as an HTML fragment.
+class GridBuilder:
+    """The grid as compact arrays the page's canvas script draws (a few bytes per GPU).
 
-    Node names and job ids are a cluster's text: escaped for Plotly (which reads tags in
-    labels) and serialized for the script by plotly_figure.
+    Each node is [name, group index, drained (0 no, 1 by a person, 2 by us), state letters,
+    utilizations (-1 unknown), job refs (-1 none), GPU indexes]; jobs are [job id, user].
     """
-    width = max((len(n.gpus) for n in nodes), default=0)
-    z = [[g.util_gpu for g in n.gpus] + [None] * (width - len(n.gpus)) for n in nodes]
-    text = [[plot_text(f"{g.state.value} {g.job_id or ''}") for g in n.gpus] for n in nodes]
-    fig = go.Figure(
-        go.Heatmap(
-            z=z,
-            x=[f"GPU {i}" for i in range(width)],
-            y=[plot_text(n.name) for n in nodes],
-            text=text,
-            zmin=0,
-            zmax=100,
-            colorscale="Viridis",
-            colorbar={"title": "util %"},
-            hovertemplate="%{y} %{x}<br>util %{z}%<br>%{text}<extra></extra>",
-        )
-    )
-    fig.update_layout(
-        height=max(240, 26 * len(nodes) + 80),
-        margin={"l": 110, "r": 20, "t": 10, "b": 40},
-        yaxis={"autorange": "reversed"},
-    )
-    return plotly_figure(fig, "util-heatmap")
+
+    def __init__(self, nodes: dict[str, NodeView]) -> None:
+        self.nodes = nodes
+        self.groups: dict[str, int] = {}
+        self.jobs: dict[str, int] = {}
+        self.job_rows: list[list[str]] = []
+        self.rows: dict[str, list[Any]] = {}
+        self.counts = dict.fromkeys(GpuState, 0)
+
+    def add(self, row: dict[str, Any], alloc: Holder | None, state: GpuState) -> None:
+        """One classified GPU."""
+        name = row["node"]
+        entry = self.rows.get(name)
+        if entry is None:
+            node = self.nodes[name]
+            gi = self.groups.setdefault(node.group, len(self.groups))
+            drained = 2 if node.drained_by_us else 1 if node.drained else 0
+            entry = self.rows[name] = [name, gi, drained, [], [], [], []]
+        ref = -1
+        if alloc is not None:
+            ref = self.jobs.get(alloc.job_id, -1)
+            if ref < 0:
+                ref = self.jobs[alloc.job_id] = len(self.job_rows)
+                self.job_rows.append([alloc.job_id, alloc.user or ""])
+        util = row.get("util_gpu")
+        entry[3].append(STATE_CODES[state])
+        entry[4].append(-1 if util is None else round(util))
+        entry[5].append(ref)
+        entry[6].append(row["index"] if row["index"] is not None else len(entry[6]))
+        self.counts[state] += 1
+
+    def payload(self) -> dict[str, Any]:
+        """The JSON the page embeds, nodes by name."""
+        nodes = [self.rows[n] for n in sorted(self.rows)]
+        for entry in nodes:
+            entry[3] = "".join(entry[3])
+        return {
+            "groups": list(self.groups),
+            "nodes": nodes,
+            "jobs": self.job_rows,
+            "colors": {STATE_CODES[s]: c for s, c in STATE_COLORS.items()},
+            "labels": {STATE_CODES[s]: lbl for s, lbl in STATE_LABELS.items()},
+        }
 
 
-def _page_data(request: Request) -> dict[str, Any]:
-    settings = request.app.state.settings
-    now = time.time()
-    with request.app.state.session_factory() as session:
-        nodes = fleet.fleet_view(session, now=now, idle_threshold=settings.idle_util_threshold)
-        events = queries.events_in_window(session, since=now - 3600, limit=25, newest_first=True)
-        open_incidents = incidents.list_incidents(session, state="open", limit=50)
-        idle_by_user = incidents.idle_totals(session, by="user", state="open")
-    counts = Counter(g.state for n in nodes for g in n.gpus)
-    return {
-        "nodes": nodes,
-        "counts": [(s, STATE_LABELS[s], STATE_COLORS[s], counts.get(s, 0)) for s in GpuState],
+def _header(grid: GridBuilder, session: Any) -> dict[str, Any]:
+    drained_ours = sum(1 for e in grid.rows.values() if e[2] == 2)
+    drained_people = sum(1 for e in grid.rows.values() if e[2] == 1)
+    counts = grid.counts
+    header: dict[str, Any] = {
         "total": sum(counts.values()),
-        "colors": STATE_COLORS,
-        "labels": STATE_LABELS,
-        "events": events,
-        "incidents": open_incidents,
-        "idle_by_user": idle_by_user,
-        "heatmap": utilization_heatmap(nodes) if nodes else None,
-        "refresh_s": settings.page_refresh_s,
+        "states": [(s, STATE_LABELS[s], STATE_COLORS[s], counts[s]) for s in GpuState],
+        "drained_ours": drained_ours,
+        "drained_people": drained_people,
+    }
+    header["breaker"] = healerview.breaker_label(session)
+    live = healerview.list_actions(session, state=["approved", "running"], limit=5000)
+    header["in_remediation"] = len({a.node for a in live if a.node})
+    return header
+
+
+def fleet_data(
+    session: Any, *, settings: Any, flt: FleetFilter, now: float, cache: FleetCache | None = None
+) -> dict[str, Any]:
+    """Everything the fleet page shows."""
+    cache = cache or FleetCache(0)
+    nodes, gpus = cache.rows(session, settings=settings, now=now)
+    grid = GridBuilder(nodes)
+    active = flt.active()
+    for row, alloc, _, state in gpus:
+        if not active or flt.keeps(row, alloc):
+            grid.add(row, alloc, state)
+    return {
+        "header": _header(grid, session),
+        "grid": grid.payload(),
+        "gpu_count": sum(grid.counts.values()),
+        "flt": flt,
+        "plotly": True,
+        "options": filter_options(gpus),
+        "incidents": incidents.list_incidents(session, state="open", limit=20),
         "now": now,
     }
 
 
 @router.get("/", response_class=HTMLResponse)
-async def fleet_grid(request: Request, principal: Principal = Depends(page_viewer)) -> Response:
-    """The fleet grid page."""
-    data = await run_in_threadpool(_page_data, request)
-    return render(request, "fleet.html.jinja", data, principal=principal)
+async def fleet_page(
+    request: Request,
+    partition: str = Query("", max_length=128),
+    user: str = Query("", max_length=128),
+    account: str = Query("", max_length=128),
+    model: str = Query("", max_length=128),
+    principal: Principal = Depends(page_viewer),
+) -> Response:
+    """The fleet page."""
+    flt = FleetFilter(partition, user, account, model)
+    settings = request.app.state.settings
+    build = partial(fleet_data, settings=settings, flt=flt, now=time.time(),
+                    cache=request.app.state.fleet_cache)  # fmt: skip
+    return await show(request, "fleet.html.jinja", build, principal=principal)
 
 
 @router.get("/static/plotly.min.js")

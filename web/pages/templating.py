@@ -21,6 +21,7 @@ from markupsafe import Markup
 from starlette.responses import Response
 
 from web import auth
+from web.pages import filters
 
 # In a <script> element the HTML parser looks for `</script` and `<!--` before JavaScript sees
 # anything; JSON with these characters escaped is the same JSON to JavaScript.
@@ -69,6 +70,7 @@ def clock(ts: float | None) -> str:
 
 templates.env.filters["clock"] = clock
 templates.env.filters["script_json"] = script_json
+filters.register(templates.env)
 
 
 def render(

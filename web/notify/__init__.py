@@ -1,0 +1,1 @@
+"""Alerts: one base, one module per sink, routing, the deliveries table, fake receivers."""
