@@ -55,6 +55,8 @@ class Intake:
     batch: Batch
     digest: str
     rejected: list[RejectedItem] = field(default_factory=list)
+    # kind -> the body's index of each kept item, so later checks name items as sent
+    positions: dict[str, list[int]] = field(default_factory=dict)
 
 
 def field_errors(exc: ValidationError, prefix: tuple[str | int, ...] = ()) -> list[FieldError]:
@@ -106,7 +108,8 @@ def take_in(
         _bind_nodes(good, may_write_node, rejected)
     rejected.sort(key=lambda r: (ITEM_KINDS.index(r.kind), r.index))
     batch = head.model_copy(update={k: [item for _, item in v] for k, v in good.items()})
-    return Intake(batch=batch, digest=digest_of(obj), rejected=rejected)
+    positions = {k: [i for i, _ in v] for k, v in good.items()}
+    return Intake(batch=batch, digest=digest_of(obj), rejected=rejected, positions=positions)
 
 
 def _item_lists(obj: dict[str, Any], max_items: int, max_records: int) -> dict[str, list[Any]]:

@@ -241,3 +241,44 @@ def test_a_node_bound_agent_writes_no_other_nodes_data_in_any_item(
     assert {n["name"] for n in queries.list_nodes(session)} == {"gpu-node-01"}
     assert queries.count_rows(session, table="gpus") == 1
     assert queries.count_rows(session, table="allocations") == 1
+
+
+def test_a_node_bound_agent_cannot_rehome_or_write_for_another_nodes_gpu(
+    settings: Settings, session: Session
+) -> None:
+    bound = settings.model_copy(
+        update={
+            "agent_tokens": Settings(
+                agent_tokens="owner-token@gpu-node-02,thief-token@gpu-node-01"
+            ).agent_tokens
+        }
+    )
+    now = time.time()
+    owner = {"agent": "a", "node": "gpu-node-02", "batch_id": "owner-0001",
+             "gpus": [{"uuid": "GPU-OWNED", "node": "gpu-node-02"}]}  # fmt: skip
+    stolen = {
+        "agent": "b",
+        "node": "gpu-node-01",
+        "batch_id": "thief-0001",
+        "gpus": [{"uuid": "GPU-OWNED", "node": "gpu-node-01"},
+                 {"uuid": "GPU-MINE", "node": "gpu-node-01"}],
+        "samples": [{"gpu_uuid": "GPU-MINE", "ts": now, "util_gpu": 5.0},
+                    {"gpu_uuid": "GPU-OWNED", "ts": now, "util_gpu": 99.0}],
+        "events": [_event(node="gpu-node-01", gpu_uuid="GPU-OWNED")],
+    }  # fmt: skip
+    with TestClient(create_app(bound)) as c:
+        first = c.post(
+            "/api/v1/ingest", json=owner, headers={"Authorization": "Bearer owner-token"}
+        )
+        assert first.status_code == 200 and not first.json()["rejected"], first.text
+        r = c.post("/api/v1/ingest", json=stolen, headers={"Authorization": "Bearer thief-token"})
+        gpus = {g["uuid"]: g for g in c.get("/api/v1/gpus").json()}
+    assert r.status_code == 200, r.text
+    refused = {(x["kind"], x["index"], x["status"]) for x in r.json()["rejected"]}
+    assert refused == {("gpus", 0, 403), ("samples", 1, 403), ("events", 0, 403)}
+    assert "gpu-node-02" in r.json()["rejected"][0]["errors"][0]["error"]
+    assert {u: g["node"] for u, g in gpus.items()} == {
+        "GPU-OWNED": "gpu-node-02",
+        "GPU-MINE": "gpu-node-01",
+    }
+    assert gpus["GPU-MINE"]["util_gpu"] == 5.0 and gpus["GPU-OWNED"]["util_gpu"] is None

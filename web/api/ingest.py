@@ -15,7 +15,7 @@ from fastapi import APIRouter, Depends, HTTPException, Request
 from fastapi.concurrency import run_in_threadpool
 from starlette.requests import ClientDisconnect
 
-from timeline import service
+from timeline import owners, service
 from timeline.bounds import TimeWindow
 from timeline.db import unit_of_work
 from timeline.errors import BatchConflict
@@ -79,15 +79,18 @@ async def ingest(request: Request, principal: Principal = Depends(require_agent)
         window=window,
         may_write_node=principal.may_write_node,
     )
-    batch = intake.batch
     factory = request.app.state.session_factory
     lock = request.app.state.write_lock
 
     def store() -> AppendResult:
         with lock.hold(), unit_of_work(factory) as session:
+            if principal.node_glob is not None:
+                owners.refuse_foreign_gpus(
+                    session, intake=intake, may_write_node=principal.may_write_node
+                )
             return service.append_batch(
                 session,
-                batch=batch,
+                batch=intake.batch,
                 received_ts=time.time(),
                 max_items=settings.max_batch_items,
                 digest=intake.digest,
@@ -101,18 +104,18 @@ async def ingest(request: Request, principal: Principal = Depends(require_agent)
         log.warning(
             "batch %r from %s (node %r) reuses a stored batch_id with different content; "
             "refused with 409",
-            batch.batch_id,
+            intake.batch.batch_id,
             principal.name,
-            batch.node,
+            intake.batch.node,
         )
         raise
     metrics.observe_ingest(result)
     if result.rejected and not result.duplicate:
         log.warning(
             "node %r: rejected %d item(s) of batch %r, stored the rest; first: %r",
-            batch.node,
+            intake.batch.node,
             len(result.rejected),
-            batch.batch_id,
+            intake.batch.batch_id,
             [e.model_dump() for e in result.rejected[0].errors[:2]],
         )
     return result
