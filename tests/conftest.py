@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Iterator
 from typing import NoReturn
@@ -16,6 +17,18 @@ import healer.tables  # noqa: F401  (registers the healer's tables on metadata)
 import timeline.deliveries  # noqa: F401  (registers the notifications table)
 from timeline import db
 from timeline.tables import metadata
+
+
+@pytest.fixture(autouse=True)
+def _root_logging_restored() -> Iterator[None]:
+    """A CLI test configures logging onto pytest's captured stderr, closed once the test ends;
+    later threads logging there print 'I/O operation on closed file' tracebacks."""
+    root = logging.getLogger()
+    handlers, level = root.handlers[:], root.level
+    yield
+    root.handlers[:] = handlers
+    root.setLevel(level)
+
 
 # Property tests keep no example database in the work tree and have no per-example deadline
 # (several engineers share two cores: timings are noise here).

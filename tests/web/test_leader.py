@@ -8,7 +8,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import httpx
@@ -59,29 +59,43 @@ class Clock:
         return self.now
 
 
+_MADE: list[LeaseElector] = []
+
+
+@pytest.fixture(autouse=True)
+def _stop_every_elector() -> Iterator[None]:
+    """A test that fails mid-way must not leave an elector leading the shared test database."""
+    yield
+    while _MADE:
+        _MADE.pop().stop()
+
+
 def _elector(factory: Factory, calls: Calls, holder: str, **kw: object) -> LeaseElector:
-    return LeaseElector(
+    made = LeaseElector(
         factory,
         on_elected=calls.elected,
         on_deposed=calls.deposed,
         holder=holder,
         **kw,  # type: ignore[arg-type]
     )
+    _MADE.append(made)
+    return made
 
 
 def test_only_one_elector_leads_and_another_takes_over_when_it_stops(
     session_factory: Factory,
 ) -> None:
     a_calls, b_calls = Calls(), Calls()
-    a = _elector(session_factory, a_calls, "a", lease_s=5.0, renew_s=0.1)
-    b = _elector(session_factory, b_calls, "b", lease_s=5.0, renew_s=0.1)
+    # The lease (30 s) outlasts every wait below: b can only lead early if a released it.
+    a = _elector(session_factory, a_calls, "a", lease_s=30.0, renew_s=0.1)
+    b = _elector(session_factory, b_calls, "b", lease_s=30.0, renew_s=0.1)
     a.start()
     assert _wait(a.elected.is_set)
     b.start()
     time.sleep(0.6)  # b tries ~6 times; it must not lead while a renews
     assert a_calls.log == ["elected 1"] and b_calls.log == [] and not b.leading
-    a.stop()  # a clean stop releases the lease: b need not wait 5 s for it to expire
-    assert _wait(b.elected.is_set, timeout=2.0)
+    a.stop()  # a clean stop releases the lease: b need not wait 30 s for it to expire
+    assert _wait(b.elected.is_set, timeout=10.0)
     assert a_calls.log == ["elected 1", "deposed"] and b_calls.log == ["elected 2"]
     b.stop()
 
@@ -138,6 +152,7 @@ def test_a_failing_start_of_the_work_does_not_end_the_election(session_factory: 
         session_factory, on_elected=broken_start, on_deposed=lambda: None, holder="a",
         lease_s=5.0, renew_s=0.1,
     )  # fmt: skip
+    _MADE.append(a)
     a.start()
     assert _wait(a.elected.is_set)
     with session_factory() as s:
@@ -209,7 +224,7 @@ def test_metrics_say_which_process_leads(settings: Settings) -> None:
 def test_a_server_stopping_cleanly_hands_over_without_waiting_for_expiry(
     settings: Settings,
 ) -> None:
-    settings.leader_renew_s = 0.2  # the lease stays 15 s: a handover within 2 s is a release
+    settings.leader_renew_s = 0.2  # the lease stays 15 s: a handover within 10 s is a release
     first, second = create_app(settings), create_app(settings)
     second_client = TestClient(second)
     with TestClient(first):
@@ -219,7 +234,7 @@ def test_a_server_stopping_cleanly_hands_over_without_waiting_for_expiry(
         assert not second.state.leader.leading
     try:  # the first server has stopped
         assert not first.state.leader.leading
-        assert _wait(second.state.leader.elected.is_set, timeout=2.0)
+        assert _wait(second.state.leader.elected.is_set, timeout=10.0)
         assert second.state.leader.epoch == 2
     finally:
         second_client.__exit__(None, None, None)
