@@ -3,7 +3,8 @@
 Top level (whole corpus, as before): {"n", "category_accuracy", "blame_accuracy",
 "node_accuracy"}. Added: the same figures and more for each split ("training", "validation",
 "validation_new_sources": validation cases whose source is not one of the original 92 cases';
-"training_added_after_split": the training cases issue #11's second round added), "before":
+"training_added_after_split": the training cases issue #11's second and third rounds added,
+"training_added_round3": those of the third round alone), "before":
 the frozen figures the rules scored before issue #11 changed any rule, "round1": the
 figures round one of issue #11 left (benchmarks/explain_round1.json), and "round2": the figures
 round two left, measured before round three changed any rule (benchmarks/explain_round2.json).
@@ -110,6 +111,8 @@ def evaluate(corpus: Path, only: str | None = None) -> tuple[dict[str, Any], lis
             keys.append("validation_new_sources")
         if case.get("added_after_split"):
             keys.append("training_added_after_split")
+        if case.get("round3"):
+            keys.append("training_added_round3")
         for key in keys:
             groups.setdefault(key, []).append(outcome)
         if split == "training" and not (
@@ -129,6 +132,7 @@ def evaluate(corpus: Path, only: str | None = None) -> tuple[dict[str, Any], lis
     for key in (
         "training",
         "training_added_after_split",
+        "training_added_round3",
         "validation",
         "validation_new_sources",
         "validation_3",

@@ -47,6 +47,9 @@ KNOWN_TRAINING_MISSES: dict[str, str] = {
         "old ORTE wording names the lost node on a 'hostname:' line two lines below the message"
     ),
     "359_ray-old-memory-monitor-node-name.txt": "the node name is wrapped onto the next line",
+    "425_caffe-nccl-check-failed-unhandled-cuda.txt": (
+        "markdown italics in the paste cut NCCL's 'unhandled cuda error' into 'cuda _error_'"
+    ),
 }
 
 
@@ -60,6 +63,9 @@ def test_corpus_has_300_sourced_cases_from_150_sources_covering_every_category()
         assert case["why"].strip(), case["file"]
         assert isinstance(case["original"], bool), case["file"]
         assert isinstance(case.get("added_after_split", False), bool), case["file"]
+        assert case.get("round3", False) in (False, True), case["file"]
+        if case.get("round3"):  # round three's new training cases are training cases
+            assert case["split"] == "training" and case["added_after_split"], case["file"]
         assert (CORPUS / case["file"]).read_text("utf-8").strip(), case["file"]
 
 

@@ -16,6 +16,7 @@ from correlator.taxonomy import Blame, Category
 
 HEX40 = re.compile(r"^[0-9a-f]{40}$")
 G, NET, N, U = Category.GPU_HARDWARE, Category.INTERCONNECT, Category.NODE, Category.USER_CODE
+GOOM = Category.OOM_GPU
 H, S, T = Category.OOM_HOST, Category.SCHEDULER, Category.NCCL_TIMEOUT_UNKNOWN
 BN, BJ, BI, BU = Blame.NODE, Blame.JOB, Blame.INFRA, Blame.UNKNOWN
 
@@ -240,6 +241,16 @@ EXAMPLES = [
         N,
         BN,
     ),
+    # NCCL checks.h / cudawrap.h: CUDACHECK and CUCHECK, and ncclGetErrorString's texts
+    ("gpu-07:1:2 [0] enqueue.cc:58 NCCL WARN Cuda failure 1 'invalid argument'", U, BJ),
+    ("gpu-07:1:2 [0] include/alloc.h:178 NCCL WARN Cuda failure 'out of memory'", GOOM, BJ),
+    ("NCCL WARN Cuda failure 214 'uncorrectable ECC error encountered'", G, BN),
+    ("NCCL failure common.cu:908 'unhandled cuda error'", U, BJ),
+    ("ncclUnhandledCudaError: Call to CUDA function failed.", U, BJ),
+    # NCCLCHECK's back trace alone: ncclSystemError / ncclRemoteError, ncclUnhandledCudaError
+    ("gpu-07:1050:1316 [0] NCCL INFO transport/net.cc:515 -> 2", NET, BU),
+    ("gpu-07:1050:1316 [0] NCCL INFO misc/socket.cc:750 -> 6", NET, BU),
+    ("gpu-07:1050:1316 [0] NCCL INFO group.cc:64 -> 1 [Async thread]", U, BJ),
 ]
 
 
@@ -269,6 +280,21 @@ def test_an_mpi_rank_killed_on_a_node_names_that_node_unless_masked() -> None:
     for masked in ("HOSTNAME", "xxxxxxxx"):
         v = classify_text(line.format(masked))
         assert v is not None and v.category == Category.OOM_HOST and v.culprit is None
+
+
+def test_a_pals_rank_signal_names_its_node_and_sigterm_is_the_launchers_teardown() -> None:
+    line = "{}: rank 27421 died from signal {}"
+    abort = classify_text(line.format("x4213c4s7b0n0.hsn.cm.aurora.alcf.anl.gov", 6))
+    assert abort is not None and (abort.category, abort.blame) == (U, BJ)
+    assert abort.culprit == "x4213c4s7b0n0.hsn.cm.aurora.alcf.anl.gov" and not abort.at_printer
+    term = classify_text(line.format("x4417c3s5b0n0", 15))
+    assert term is not None and term.category != U
+
+
+def test_nccl_return_code_trace_is_a_weak_symptom_never_a_root_cause() -> None:
+    trace = classify_text("gpu-07:1:2 [0] NCCL INFO init.cc:1303 -> 2")
+    assert trace is not None and not trace.root_cause and trace.culprit is None
+    assert classify_text("gpu-07:1:2 [0] NCCL INFO init.cc:1303 -> 3") is None  # internal
 
 
 def test_a_family_catch_all_never_shadows_a_specific_rule() -> None:
