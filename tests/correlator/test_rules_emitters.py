@@ -251,6 +251,18 @@ EXAMPLES = [
     ("gpu-07:1050:1316 [0] NCCL INFO transport/net.cc:515 -> 2", NET, BU),
     ("gpu-07:1050:1316 [0] NCCL INFO misc/socket.cc:750 -> 6", NET, BU),
     ("gpu-07:1050:1316 [0] NCCL INFO group.cc:64 -> 1 [Async thread]", U, BJ),
+    # c10/cuda/CUDAFunctions.cpp
+    ("RuntimeError: No CUDA GPUs are available", U, BJ),
+    ("RuntimeError: Found no NVIDIA driver on your system. Please check that you have", N, BN),
+    ("CUDA driver initialization failed, you might not have a CUDA gpu.", N, BN),
+    ("The NVIDIA driver on your system is too old (found version 10010). Please update", U, BJ),
+    # Paddle's DataLoader (data_loader.cc): the same shared-memory reading as PyTorch's
+    (
+        "ERROR: Unexpected BUS error encountered in DataLoader worker. This might be caused by "
+        "insufficient shared memory (shm), please check whether use_shared_memory is set",
+        H,
+        BJ,
+    ),
 ]
 
 
