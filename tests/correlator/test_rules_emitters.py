@@ -48,6 +48,9 @@ EXAMPLES = [
     ("GPU 4's NvLink link 3 is currently down", NET, BN),
     ("Detected XID 79 for GPU 5", G, BN),
     ("Detected XID 13 for GPU 5", U, BJ),
+    ("More than 10 single-bit ECC error(s) detected in GPU 0 Volatile SBEs: 30", G, BU),
+    ("GPU 0 only achieved a memory bandwidth of 500.00 GB/s, failing to meet 1200.00 GB/s", G, BU),
+    ("Detected 40.00 gflops for GPU 0 which is below the threshold 50.00", G, BU),
     # nvidia-smi / NVML
     ("Failed to initialize NVML: Driver/library version mismatch", N, BN),
     (
