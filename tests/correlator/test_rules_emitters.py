@@ -312,6 +312,25 @@ def test_nccl_return_code_trace_is_a_weak_symptom_never_a_root_cause() -> None:
     assert classify_text("gpu-07:1:2 [0] NCCL INFO init.cc:1303 -> 3") is None  # internal
 
 
+def test_slurmctld_names_the_node_that_failed_not_the_controller() -> None:
+    lines = [
+        "[2024-01-01T00:00:00.000] error: Nodes gpu-07 not responding, setting DOWN",
+        "[2024-01-01T00:00:00.000] requeue JobId=12 due to failure of node gpu-07",
+        "[2024-01-01T00:00:00.000] Killing JobId=12 on failed node gpu-07",
+        "error: Node gpu-07 has low real_memory size (1000 < 2000)",
+    ]
+    for line in lines:
+        v = classify_text(line)
+        assert v is not None and (v.category, v.blame) == (N, BN), line
+        assert v.culprit == "gpu-07" and not v.at_printer, line
+    ranged = classify_text("error: Nodes gpu-[07-08] not responding, setting DOWN")
+    assert ranged is not None and ranged.category == N and ranged.culprit is None
+    qos = classify_text(
+        "srun: error: Unable to allocate resources: Job violates accounting/QOS policy"
+    )
+    assert qos is not None and (qos.category, qos.blame) == (S, BJ)
+
+
 def test_a_family_catch_all_never_shadows_a_specific_rule() -> None:
     ecc = classify_text("RuntimeError: CUDA error: uncorrectable ECC error encountered")
     assert ecc is not None and (ecc.category, ecc.blame) == (G, BN)
