@@ -254,6 +254,13 @@ EXAMPLES = [
     ("gpu-07:1050:1316 [0] NCCL INFO transport/net.cc:515 -> 2", NET, BU),
     ("gpu-07:1050:1316 [0] NCCL INFO misc/socket.cc:750 -> 6", NET, BU),
     ("gpu-07:1050:1316 [0] NCCL INFO group.cc:64 -> 1 [Async thread]", U, BJ),
+    # runc / Go os/exec: the container's command is not in its image
+    (
+        "OCI runtime create failed: runc create failed: unable to start container process: exec: "
+        '"python": executable file not found in $PATH: unknown',
+        U,
+        BJ,
+    ),
     # c10/cuda/CUDAFunctions.cpp
     ("RuntimeError: No CUDA GPUs are available", U, BJ),
     ("RuntimeError: Found no NVIDIA driver on your system. Please check that you have", N, BN),
