@@ -3,9 +3,13 @@
 Top level (whole corpus, as before): {"n", "category_accuracy", "blame_accuracy",
 "node_accuracy"}. Added: the same figures and more for each split ("training", "validation",
 "validation_new_sources": validation cases whose source is not one of the original 92 cases';
-"training_added_after_split": the training cases issue #11's second round added), "before":
-the frozen figures the rules scored before issue #11 changed any rule, and "round1": the
-figures round one of issue #11 left (benchmarks/explain_round1.json).
+"training_added_after_split": the training cases issue #11's second and third rounds added,
+"training_added_round3": those of the third round alone), "before":
+the frozen figures the rules scored before issue #11 changed any rule, "round1": the
+figures round one of issue #11 left (benchmarks/explain_round1.json), and "round2": the figures
+round two left, measured before round three changed any rule (benchmarks/explain_round2.json).
+"validation_3": a second held-out split gathered in round three from sources no other case
+uses, labelled and scored with round two's rules before any rule of round three was written.
 
 Per split: culprit_accuracy (the node, over cases whose label names one), nothing_recognised_rate
 (cases with a failure to explain where explain recognised nothing), node_blame_on_user_or_oom
@@ -13,7 +17,7 @@ Per split: culprit_accuracy (the node, over cases whose label names one), nothin
 `alternative` reading counts as a hit, as in the per-case corpus test. `--corpus DIR` points at
 another corpus laid out the same way; `--split training` scores one split only (work on rules
 never needs the validation split run); `--misses` lists the training cases that missed (the
-validation split's cases are never listed: it measures rules nobody tuned on it).
+held-out splits' cases are never listed: they measure rules nobody tuned on them).
 """
 
 from __future__ import annotations
@@ -28,6 +32,8 @@ from correlator.explain import explain_bytes
 DEFAULT_CORPUS = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "corpus"
 BEFORE = Path(__file__).resolve().parent / "explain_before.json"
 ROUND1 = Path(__file__).resolve().parent / "explain_round1.json"
+ROUND2 = Path(__file__).resolve().parent / "explain_round2.json"
+_SPLITS = ("training", "validation", "validation_3")
 _JOB_TRUTH = {"user_code", "oom_host", "oom_gpu"}
 
 
@@ -105,6 +111,8 @@ def evaluate(corpus: Path, only: str | None = None) -> tuple[dict[str, Any], lis
             keys.append("validation_new_sources")
         if case.get("added_after_split"):
             keys.append("training_added_after_split")
+        if case.get("round3"):
+            keys.append("training_added_round3")
         for key in keys:
             groups.setdefault(key, []).append(outcome)
         if split == "training" and not (
@@ -121,7 +129,14 @@ def evaluate(corpus: Path, only: str | None = None) -> tuple[dict[str, Any], lis
             )
     whole = figures_of(groups.pop("all"))
     figures: dict[str, Any] = {k: whole[k] for k in _TOP_KEYS}
-    for key in ("training", "training_added_after_split", "validation", "validation_new_sources"):
+    for key in (
+        "training",
+        "training_added_after_split",
+        "training_added_round3",
+        "validation",
+        "validation_new_sources",
+        "validation_3",
+    ):
         if key in groups:
             figures[key] = figures_of(groups[key])
     return figures, misses
@@ -134,14 +149,14 @@ def run(argv: list[str]) -> dict[str, Any]:
     """Benchmark entry point for `fleetmedic bench explain`."""
     parser = argparse.ArgumentParser(prog="fleetmedic bench explain")
     parser.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS)
-    parser.add_argument("--split", choices=("training", "validation"), help="score only this split")
+    parser.add_argument("--split", choices=_SPLITS, help="score only this split")
     parser.add_argument(
         "--misses", action="store_true", help="also list the training cases that missed"
     )
     args = parser.parse_args(argv)
     figures, misses = evaluate(args.corpus, args.split)
     if args.corpus == DEFAULT_CORPUS and args.split is None:
-        for key, path in (("before", BEFORE), ("round1", ROUND1)):
+        for key, path in (("before", BEFORE), ("round1", ROUND1), ("round2", ROUND2)):
             if path.exists():
                 figures[key] = json.loads(path.read_text("utf-8"))
     if args.misses:

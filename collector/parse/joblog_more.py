@@ -47,6 +47,11 @@ _EXITS: list[tuple[str, re.Pattern[str], str]] = [
         ),
         "neg",
     ),
+    (
+        "pals",  # HPE Cray PALS mpiexec: "<host>: rank 12 died from signal 6 [and dumped core]"
+        re.compile(r"^\s*(?P<node>[A-Za-z0-9][\w.-]*): rank \d+ died from signal (?P<num>\d+)"),
+        "neg",
+    ),
     ("hydra", re.compile(r"=\s+KILLED BY SIGNAL: (?P<num>\d+)"), "neg"),
     (
         "hydra",
@@ -107,7 +112,8 @@ def launcher_exit(line: str) -> JobMatch | None:
 
 
 _EXIT_GATE = re.compile(
-    r"return code|died with|exit status|received by PID|killed by signal|terminated with|"
+    r"return code|died with|died from signal|exit status|received by PID|killed by signal|"
+    r"terminated with|"
     r"exited on|KILLED BY|EXIT STRING|Killed|Segmentation fault|Aborted|Bus error|exit code"
 )
 
@@ -143,7 +149,16 @@ _FAILURE_LINES: list[tuple[str, re.Pattern[str]]] = [
             r"srun: error: (?!\S+: tasks? [\d,-]+: )"
         ),
     ),
-    ("pytorch", re.compile(r"Unexpected bus error encountered in worker|out of shared memory")),
+    (
+        "pytorch",  # PyTorch's and Paddle's DataLoader workers, PyTorch's CUDA initialisation
+        re.compile(
+            r"(?i:Unexpected bus error encountered in (?:DataLoader )?worker)|out of shared memory|"
+            r"insufficient shared storage space|No CUDA GPUs are available|"
+            r"Found no NVIDIA driver on your system|CUDA driver initialization failed|"
+            r"NVIDIA driver on your system is too old"
+        ),
+    ),
+    ("nccl", re.compile(r"NCCL failure \S+ 'unhandled cuda error'")),
     (
         "node_tools",
         re.compile(
@@ -184,5 +199,6 @@ WORTH_A_LOOK = re.compile(
     r"Rendezvous|closed by peer|Read error|Write error|Timed out waiting|socket|slurmstepd|"
     r"srun: error|NVML|NVIDIA-SMI|nvidia-container-cli|version mismatch|device handle|"
     r"No space left|Read-only file|Stale file|Input/output error|allocate memory|bad_alloc|"
-    r"MemoryError|bus error|shared memory"
+    r"MemoryError|bus error|BUS error|shared memory|shared storage|died from signal|CUDA GPUs|"
+    r"NVIDIA driver|CUDA driver|unhandled cuda"
 )

@@ -64,6 +64,8 @@ _LINE_PATTERNS: tuple[re.Pattern[str], ...] = (
     re.compile(r"srun: error: (?P<h>[A-Za-z0-9][\w.-]*): tasks? [\d,-]+"),
     # scontrol show node / sinfo -N -l
     re.compile(r"\bNodeName=(?P<h>\S+)"),
+    # kubectl describe node, Addresses section: "  Hostname:    gpu-node-07" (NodeHostName)
+    re.compile(r"^\s*Hostname:\s+(?P<h>[A-Za-z0-9][\w.-]*)\s*$"),
     # kubectl describe pod: "Node:  gpu-node-07/10.0.0.7"
     re.compile(r"^\s*Node:\s+(?P<h>[A-Za-z0-9][\w.-]*)(?:/\S*)?\s*$"),
     # pdsh's own report about a remote host: "pdsh@login1: gpu-07: ssh exited with exit code 1"
@@ -87,8 +89,9 @@ _LINE_PATTERNS: tuple[re.Pattern[str], ...] = (
     # mpirun/prterun: "... with PID 363 on node gpu-07 exited on signal 9"; ORTE's daemon lines
     re.compile(r"\bon node (?P<h>[A-Za-z0-9][\w.-]*) exited\b"),
     re.compile(r"\bdaemon\s*:\s*\[\[[\d,]+\],\d+\] on node (?P<h>[A-Za-z0-9][\w.-]*)"),
-    # MPICH Hydra's termination block: "=   RANK 0 PID 5490 RUNNING AT gpu-07"
-    re.compile(r"\bRUNNING AT (?P<h>[A-Za-z0-9][\w.-]*)\s*$"),
+    # MPICH Hydra's termination block: "=   RANK 0 PID 5490 RUNNING AT gpu-07", the host as the
+    # hostfile gave it, a login user in front ("user@gpu-07") included
+    re.compile(r"\bRUNNING AT (?:[\w.-]+@)?(?P<h>[A-Za-z0-9][\w.-]*)\s*$"),
     # PBS/Torque job mail "Exec host:  gpu-07/5", accounting "exec_host=gpu-07/0"
     re.compile(r"^\s*Exec host:\s+(?P<h>[A-Za-z0-9][\w.-]*)(?:/[\d+*-]+)?\s*$"),
     re.compile(r"\bexec_host=(?P<h>[A-Za-z0-9][\w.-]*)/"),

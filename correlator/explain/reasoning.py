@@ -75,9 +75,10 @@ def node_of(conclusion: Conclusion, text_hosts: list[str]) -> str | None:
     """The culprit host: the peer the evidence names, else the one host whose own lines show
     the fault, else the one host the whole text names; never a host that only printed a
     timeout or a peer's failure (None when the text does not settle it)."""
-    named = distinct([f.verdict.culprit for f in conclusion.support if f.verdict.culprit])
-    if named:
-        return _as_named(named[0], distinct(text_hosts)) if len(named) == 1 else None
+    peers = [f.verdict.culprit for f in conclusion.support if f.verdict.culprit]
+    if peers:
+        peer = most_named(peers)
+        return _as_named(peer, distinct(text_hosts)) if peer else None
     own = [f for f in conclusion.support if f.verdict.at_printer]
     if not own:
         return None  # only symptoms or peer errors, and no peer named: the printer is no culprit
@@ -88,6 +89,22 @@ def node_of(conclusion: Conclusion, text_hosts: list[str]) -> str | None:
         return first_in_time(own, conclusion.verdict)
     others = distinct(text_hosts)
     return others[0] if len(others) == 1 else None
+
+
+def most_named(peers: list[str]) -> str | None:
+    """The peer that the most lines name, when one is named more often than any other (and more
+    than once); a lone peer is named too. Every surviving rank that talked to a dead rank reports
+    it, while the ranks that die of the abort afterwards are each reported by fewer."""
+    counts: dict[str, int] = {}
+    spelled: dict[str, str] = {}
+    for p in peers:
+        counts[p.lower()] = counts.get(p.lower(), 0) + 1
+        spelled.setdefault(p.lower(), p)
+    ranked = sorted(counts.items(), key=lambda kv: -kv[1])
+    if len(ranked) == 1:
+        return spelled[ranked[0][0]]
+    (top, n), (_, second) = ranked[0], ranked[1]
+    return spelled[top] if n > second and n >= 2 else None
 
 
 _CASCADE = {Category.USER_CODE, Category.OOM_HOST, Category.OOM_GPU}

@@ -382,3 +382,25 @@ def test_real_failure_lines_of_other_emitters_carry_their_text() -> None:
         assert events, name
         assert {(e.kind, e.payload.get("emitter")) for e in events} == {(kind, emitter)}, name
         assert all(e.payload["text"] in _corpus(name) for e in events)
+
+
+def test_pals_rank_reports_give_each_ranks_signal_and_node() -> None:
+    events = parse_job_text(_corpus("432_pals-rank-died-signal6-then-signal15-hosts.txt"))
+    died = [(e.payload["signal"], e.node) for e in events if e.kind is EventKind.CHILD_FAILED]
+    assert died == [
+        (6, "x4213c4s7b0n0.hsn.cm.aurora.alcf.anl.gov"),
+        (15, "x4417c3s5b0n0.hsn.cm.aurora.alcf.anl.gov"),
+    ]
+
+
+def test_cuda_initialisation_shared_memory_and_nccl_cuda_lines_reach_the_rules() -> None:
+    cases = [
+        ("440_no-cuda-gpus-visible-devices-in-code.txt", "pytorch"),
+        ("439_paddle-dataloader-bus-error-dev-shm.txt", "pytorch"),
+        ("426_nccl-tests-unhandled-cuda-error-nccl-cuda-mismatch.txt", "nccl"),
+    ]
+    for name, emitter in cases:
+        events = parse_job_text(_corpus(name))
+        assert {(e.kind, e.payload.get("emitter")) for e in events} == {
+            (EventKind.OTHER, emitter)
+        }, name

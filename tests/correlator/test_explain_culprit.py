@@ -111,3 +111,17 @@ def test_torch_elastic_names_the_root_cause_ranks_host() -> None:
     )
     assert (got.category, got.blame, got.node) == ("oom_host", "unknown", "gpu-d")
     assert "OOM killer" in got.explanation
+
+
+def test_the_peer_most_ranks_report_is_named_and_a_mutual_pair_names_nobody() -> None:
+    closed = (
+        "{}:1:2 [0] misc/socket.cc:49 NCCL WARN socketProgress: Connection closed by remote "
+        "peer {}<4>\n"
+    )
+    # gpu-c died; gpu-b went down with the abort afterwards
+    dead_c = "".join(closed.format(a, b) for a, b in (("gpu-a", "gpu-c"), ("gpu-b", "gpu-c"),
+                                                        ("gpu-a", "gpu-b")))  # fmt: skip
+    got = explain_text(dead_c)
+    assert (got.category, got.node) == ("interconnect", "gpu-c")
+    mutual = closed.format("gpu-a", "gpu-b") + closed.format("gpu-b", "gpu-a")
+    assert explain_text(mutual).node is None  # a link between the two: no single culprit

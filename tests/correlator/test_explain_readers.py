@@ -143,6 +143,8 @@ HOST_LINES = [
     ("mpirun noticed that process rank 3 with PID 9 on node gpu-07 exited on signal 9", "gpu-07"),
     ("  Remote daemon: [[11377,0],1] on node gpu-08", "gpu-08"),
     ("=   RANK 0 PID 5490 RUNNING AT gpu-07", "gpu-07"),
+    ("=   PID 108257 RUNNING AT alice@gpu-07", "gpu-07"),
+    ("  Hostname:    gpu-node-07", "gpu-node-07"),
     ("Exec host:  gpu-2-17/5", "gpu-2-17"),
     ("hostname     node008.cm.cluster  ", "node008.cm.cluster"),
     ("Memory on the node (IP: 10.0.0.7, ID: fc2b) where the task was running", "10.0.0.7"),

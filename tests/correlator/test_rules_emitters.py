@@ -16,6 +16,7 @@ from correlator.taxonomy import Blame, Category
 
 HEX40 = re.compile(r"^[0-9a-f]{40}$")
 G, NET, N, U = Category.GPU_HARDWARE, Category.INTERCONNECT, Category.NODE, Category.USER_CODE
+GOOM = Category.OOM_GPU
 H, S, T = Category.OOM_HOST, Category.SCHEDULER, Category.NCCL_TIMEOUT_UNKNOWN
 BN, BJ, BI, BU = Blame.NODE, Blame.JOB, Blame.INFRA, Blame.UNKNOWN
 
@@ -47,6 +48,9 @@ EXAMPLES = [
     ("GPU 4's NvLink link 3 is currently down", NET, BN),
     ("Detected XID 79 for GPU 5", G, BN),
     ("Detected XID 13 for GPU 5", U, BJ),
+    ("More than 10 single-bit ECC error(s) detected in GPU 0 Volatile SBEs: 30", G, BU),
+    ("GPU 0 only achieved a memory bandwidth of 500.00 GB/s, failing to meet 1200.00 GB/s", G, BU),
+    ("Detected 40.00 gflops for GPU 0 which is below the threshold 50.00", G, BU),
     # nvidia-smi / NVML
     ("Failed to initialize NVML: Driver/library version mismatch", N, BN),
     (
@@ -240,6 +244,35 @@ EXAMPLES = [
         N,
         BN,
     ),
+    # NCCL checks.h / cudawrap.h: CUDACHECK and CUCHECK, and ncclGetErrorString's texts
+    ("gpu-07:1:2 [0] enqueue.cc:58 NCCL WARN Cuda failure 1 'invalid argument'", U, BJ),
+    ("gpu-07:1:2 [0] include/alloc.h:178 NCCL WARN Cuda failure 'out of memory'", GOOM, BJ),
+    ("NCCL WARN Cuda failure 214 'uncorrectable ECC error encountered'", G, BN),
+    ("NCCL failure common.cu:908 'unhandled cuda error'", U, BJ),
+    ("ncclUnhandledCudaError: Call to CUDA function failed.", U, BJ),
+    # NCCLCHECK's back trace alone: ncclSystemError / ncclRemoteError, ncclUnhandledCudaError
+    ("gpu-07:1050:1316 [0] NCCL INFO transport/net.cc:515 -> 2", NET, BU),
+    ("gpu-07:1050:1316 [0] NCCL INFO misc/socket.cc:750 -> 6", NET, BU),
+    ("gpu-07:1050:1316 [0] NCCL INFO group.cc:64 -> 1 [Async thread]", U, BJ),
+    # runc / Go os/exec: the container's command is not in its image
+    (
+        "OCI runtime create failed: runc create failed: unable to start container process: exec: "
+        '"python": executable file not found in $PATH: unknown',
+        U,
+        BJ,
+    ),
+    # c10/cuda/CUDAFunctions.cpp
+    ("RuntimeError: No CUDA GPUs are available", U, BJ),
+    ("RuntimeError: Found no NVIDIA driver on your system. Please check that you have", N, BN),
+    ("CUDA driver initialization failed, you might not have a CUDA gpu.", N, BN),
+    ("The NVIDIA driver on your system is too old (found version 10010). Please update", U, BJ),
+    # Paddle's DataLoader (data_loader.cc): the same shared-memory reading as PyTorch's
+    (
+        "ERROR: Unexpected BUS error encountered in DataLoader worker. This might be caused by "
+        "insufficient shared memory (shm), please check whether use_shared_memory is set",
+        H,
+        BJ,
+    ),
 ]
 
 
@@ -269,6 +302,40 @@ def test_an_mpi_rank_killed_on_a_node_names_that_node_unless_masked() -> None:
     for masked in ("HOSTNAME", "xxxxxxxx"):
         v = classify_text(line.format(masked))
         assert v is not None and v.category == Category.OOM_HOST and v.culprit is None
+
+
+def test_a_pals_rank_signal_names_its_node_and_sigterm_is_the_launchers_teardown() -> None:
+    line = "{}: rank 27421 died from signal {}"
+    abort = classify_text(line.format("x4213c4s7b0n0.hsn.cm.aurora.alcf.anl.gov", 6))
+    assert abort is not None and (abort.category, abort.blame) == (U, BJ)
+    assert abort.culprit == "x4213c4s7b0n0.hsn.cm.aurora.alcf.anl.gov" and not abort.at_printer
+    term = classify_text(line.format("x4417c3s5b0n0", 15))
+    assert term is not None and term.category != U
+
+
+def test_nccl_return_code_trace_is_a_weak_symptom_never_a_root_cause() -> None:
+    trace = classify_text("gpu-07:1:2 [0] NCCL INFO init.cc:1303 -> 2")
+    assert trace is not None and not trace.root_cause and trace.culprit is None
+    assert classify_text("gpu-07:1:2 [0] NCCL INFO init.cc:1303 -> 3") is None  # internal
+
+
+def test_slurmctld_names_the_node_that_failed_not_the_controller() -> None:
+    lines = [
+        "[2024-01-01T00:00:00.000] error: Nodes gpu-07 not responding, setting DOWN",
+        "[2024-01-01T00:00:00.000] requeue JobId=12 due to failure of node gpu-07",
+        "[2024-01-01T00:00:00.000] Killing JobId=12 on failed node gpu-07",
+        "error: Node gpu-07 has low real_memory size (1000 < 2000)",
+    ]
+    for line in lines:
+        v = classify_text(line)
+        assert v is not None and (v.category, v.blame) == (N, BN), line
+        assert v.culprit == "gpu-07" and not v.at_printer, line
+    ranged = classify_text("error: Nodes gpu-[07-08] not responding, setting DOWN")
+    assert ranged is not None and ranged.category == N and ranged.culprit is None
+    qos = classify_text(
+        "srun: error: Unable to allocate resources: Job violates accounting/QOS policy"
+    )
+    assert qos is not None and (qos.category, qos.blame) == (S, BJ)
 
 
 def test_a_family_catch_all_never_shadows_a_specific_rule() -> None:
