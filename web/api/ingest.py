@@ -110,12 +110,16 @@ async def ingest(request: Request, principal: Principal = Depends(require_agent)
         )
         raise
     metrics.observe_ingest(result)
+    _log_rejected(intake.batch.node, result)
+    return result
+
+
+def _log_rejected(node: str, result: AppendResult) -> None:
     if result.rejected and not result.duplicate:
         log.warning(
             "node %r: rejected %d item(s) of batch %r, stored the rest; first: %r",
-            intake.batch.node,
+            node,
             len(result.rejected),
-            intake.batch.batch_id,
+            result.batch_id,
             [e.model_dump() for e in result.rejected[0].errors[:2]],
         )
-    return result
