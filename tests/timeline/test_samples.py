@@ -8,6 +8,7 @@ from sqlalchemy.orm import Session
 
 from timeline import samples, service
 from timeline.models import Batch, Sample
+from timeline.samples_sql import SqlSampleStore
 
 NOW = 1_800_000_000.0
 
@@ -96,7 +97,7 @@ def test_series_and_node_utilization_average_per_bucket(session: Session) -> Non
     assert heat == [("n1", NOW, 20.0)]
 
 
-class _Recording(samples.SqlSampleStore):
+class _Recording(SqlSampleStore):
     def __init__(self) -> None:
         self.appended = 0
 
