@@ -14,6 +14,7 @@ from sqlalchemy import (
     Index,
     Integer,
     MetaData,
+    PrimaryKeyConstraint,
     String,
     Table,
     Text,
@@ -163,14 +164,18 @@ gpu_ids = Table(
     Column("node", String(255), nullable=False),
 )
 
-# Compact rows keyed by (GPU id, integer milliseconds). SQLite keeps them WITHOUT ROWID, so the
-# key is the table (no second B-tree); PostgreSQL partitions them by day (timeline.partitions).
+# Compact rows keyed by (integer milliseconds, GPU id): time first, so ingest appends at the
+# end of one B-tree (keyed by GPU first, a batch of 1,000 GPUs dirtied ~1,000 pages: measured
+# 3x slower on SQLite) and expiry cuts off its start. SQLite keeps them WITHOUT ROWID (the key
+# is the table, no second B-tree); PostgreSQL partitions them by day (timeline.partitions).
+# Per-GPU reads over long ranges read the rollups instead.
 samples = Table(
     "samples",
     metadata,
-    Column("gpu_id", Integer, primary_key=True, autoincrement=False),
-    Column("ts_ms", BigInteger, primary_key=True, autoincrement=False),
+    Column("gpu_id", Integer, nullable=False, autoincrement=False),
+    Column("ts_ms", BigInteger, nullable=False, autoincrement=False),
     *_sample_columns(),
+    PrimaryKeyConstraint("ts_ms", "gpu_id"),
     sqlite_with_rowid=False,
     postgresql_partition_by="RANGE (ts_ms)",
 )

@@ -76,7 +76,7 @@ def _create_compact() -> None:
         sa.Column("gpu_id", sa.Integer(), autoincrement=False, nullable=False),
         sa.Column("ts_ms", sa.BigInteger(), autoincrement=False, nullable=False),
         *_values(sa.REAL),
-        sa.PrimaryKeyConstraint("gpu_id", "ts_ms", name=op.f("pk_samples")),
+        sa.PrimaryKeyConstraint("ts_ms", "gpu_id", name=op.f("pk_samples")),
         sqlite_with_rowid=False,
         postgresql_partition_by="RANGE (ts_ms)",
     )

@@ -118,3 +118,24 @@ def test_use_swaps_the_process_store_and_returns_the_old_one(session: Session) -
     finally:
         assert samples.use(old) is recording
     assert samples.store() is old
+
+
+def test_latest_takes_the_newest_row_whole_and_ignores_a_late_older_one(session: Session) -> None:
+    _store_rows(session, [Sample(ts=NOW, gpu_uuid="GPU-a", util_gpu=10.0, power_w=100.0)])
+    _store_rows(session, [Sample(ts=NOW + 10, gpu_uuid="GPU-a", util_gpu=20.0)])
+    _store_rows(session, [Sample(ts=NOW + 5, gpu_uuid="GPU-a", power_w=999.0)])  # late, older
+    latest = samples.store().latest(session)["GPU-a"]
+    assert (latest["ts"], latest["util_gpu"], latest["power_w"]) == (NOW + 10, 20.0, None)
+
+
+def test_a_second_sample_of_a_gpu_in_the_same_millisecond_is_dropped_not_fatal(
+    session: Session,
+) -> None:
+    _store_rows(session, [Sample(ts=NOW, gpu_uuid="GPU-a", util_gpu=10.0)])
+    again = [Sample(ts=NOW, gpu_uuid="GPU-a", util_gpu=50.0), Sample(ts=NOW, gpu_uuid="GPU-b")]
+    _store_rows(session, again)
+    stats = samples.store().window_stats(
+        session, uuids=["GPU-a", "GPU-b"], since=NOW, until=NOW, fields=["util_gpu"]
+    )
+    assert stats["GPU-a"].count == 1 and stats["GPU-a"].fields["util_gpu"].max == 10.0
+    assert stats["GPU-b"].count == 1
