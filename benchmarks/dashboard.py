@@ -101,24 +101,28 @@ def _seed_samples(
     now: float,
     rng: random.Random,
 ) -> int:
+    """Compact rows (revision 0009): GPU ids, integer milliseconds, and gpu_latest."""
+    ids = [{"id": k + 1, "uuid": g["uuid"], "node": g["node"]} for k, g in enumerate(gpus)]
+    _insert(factory, t.gpu_ids, ids)
     steps = int(hours * 3600 / STEP_S)
     total = 0
+    rows: list[dict[str, Any]] = []
     for k in range(steps):  # oldest first, as agents deliver them
-        ts = now - (steps - k) * STEP_S
+        ts_ms = round((now - (steps - k) * STEP_S) * 1000)
         rows = [
             {
-                "ts": ts,
-                "node": g["node"],
-                "gpu_uuid": g["uuid"],
+                "ts_ms": ts_ms,
+                "gpu_id": g["id"],
                 "util_gpu": float(rng.choice((0, 0, 54, 100, 100))),
                 "power_w": 300.0,
                 "mem_used_mb": 60_000.0,
                 "temp_gpu": 50.0,
             }
-            for g in gpus
+            for g in ids
         ]
         _insert(factory, t.samples, rows)
         total += len(rows)
+    _insert(factory, t.gpu_latest, rows)  # the newest step
     return total
 
 

@@ -14,6 +14,7 @@ from typing import Any, Protocol
 from sqlalchemy.orm import Session
 
 from timeline.models import Sample
+from timeline.settings import Settings
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,6 +110,16 @@ def store() -> SampleStore:
     return _store
 
 
+def from_settings(settings: Settings) -> SampleStore:
+    """The sample store the settings choose: the SQL store, with its rollup read thresholds."""
+    from timeline.samples_sql import SqlSampleStore
+
+    return SqlSampleStore(
+        rollup_after_s=settings.samples_rollup_read_after_s,
+        hourly_after_s=settings.samples_hourly_read_after_s,
+    )
+
+
 def use(new: SampleStore) -> SampleStore:
     """Make `new` the process's sample store; returns the one it replaces."""
     global _store
@@ -116,4 +127,4 @@ def use(new: SampleStore) -> SampleStore:
     return old
 
 
-__all__ = ["FieldStats", "SampleStore", "WindowStats", "store", "use"]
+__all__ = ["FieldStats", "SampleStore", "WindowStats", "from_settings", "store", "use"]

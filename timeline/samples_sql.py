@@ -7,27 +7,20 @@ A sample row is (GPU id, integer milliseconds, values): the GPU's uuid and node 
 from __future__ import annotations
 
 import operator
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import orjson
-from sqlalchemy import ColumnElement, any_, bindparam, case, func, select
-from sqlalchemy.dialects.postgresql import ARRAY
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from timeline import samples_read
 from timeline import tables as t
 from timeline.models import Sample
-from timeline.samples import FieldStats, WindowStats
+from timeline.samples import WindowStats
+from timeline.samples_read import Plan, among, plan
 
 FIELDS = t.SAMPLE_FIELDS
-
-
-def among(session: Session, column: Any, values: Iterable[Any]) -> ColumnElement[bool]:
-    """`column IN values`; on PostgreSQL one array parameter, not thousands of placeholders."""
-    vals = sorted(set(values))
-    if session.get_bind().dialect.name == "postgresql":
-        return column == any_(bindparam(None, vals, type_=ARRAY(column.type)))
-    return column.in_(vals)
 
 
 def _ms(ts: float) -> int:
@@ -159,14 +152,18 @@ def append(session: Session, *, node: str, samples: Sequence[Sample]) -> int:
     return len(rows)
 
 
-def _by_uuid(session: Session, uuids: Sequence[str]) -> tuple[Any, ColumnElement[bool]]:
-    """The samples table joined to gpu_ids, and the condition picking these GPUs."""
-    s, g = t.samples, t.gpu_ids
-    return s.join(g, g.c.id == s.c.gpu_id), among(session, g.c.uuid, uuids)
-
-
 class SqlSampleStore:
-    """Samples in the timeline's own SQL database (SQLite or PostgreSQL)."""
+    """Samples in the timeline's own SQL database (SQLite or PostgreSQL).
+
+    Reads over ranges longer than `rollup_after_s` use the 1-minute rollups (longer than
+    `hourly_after_s`, the 1-hour ones) plus raw rows past the rollup's watermark.
+    """
+
+    def __init__(
+        self, *, rollup_after_s: float = 6 * 3600.0, hourly_after_s: float = 7 * 86400.0
+    ) -> None:
+        self.rollup_after_s = rollup_after_s
+        self.hourly_after_s = hourly_after_s
 
     def append(self, session: Session, *, node: str, samples: Sequence[Sample]) -> int:
         """Store samples taken on `node`; returns how many were given."""
@@ -189,6 +186,16 @@ class SqlSampleStore:
             out[row["uuid"]] = d
         return out
 
+    def _plan(self, session: Session, since: float, until: float, inclusive: bool) -> Plan:
+        return plan(
+            session,
+            since=since,
+            until=until,
+            after_s=self.rollup_after_s,
+            hourly_after_s=self.hourly_after_s,
+            inclusive=inclusive,
+        )
+
     def window_stats(
         self,
         session: Session,
@@ -201,25 +208,8 @@ class SqlSampleStore:
         """Per GPU: times, count and min/max/non-null count of each field in [since, until]."""
         if not uuids:
             return {}
-        s = t.samples
-        joined, picked = _by_uuid(session, uuids)
-        aggs: list[Any] = []
-        for f in fields:
-            col = s.c[f]
-            with_f = case((col.is_not(None), s.c.ts_ms))
-            aggs += [func.min(col), func.max(col), func.count(col)]
-            aggs += [func.min(with_f), func.max(with_f)]
-        stmt = (
-            select(t.gpu_ids.c.uuid, func.min(s.c.ts_ms), func.max(s.c.ts_ms), func.count(), *aggs)
-            .select_from(joined)
-            .where(picked, s.c.ts_ms >= _ms(since), s.c.ts_ms <= _ms(until))
-            .group_by(t.gpu_ids.c.uuid)
-        )
-        out = {}
-        for uuid, lo, hi, n, *rest in session.execute(stmt).all():
-            per = {f: _field_stats(rest[5 * i : 5 * i + 5]) for i, f in enumerate(fields)}
-            out[uuid] = WindowStats(lo / 1000.0, hi / 1000.0, int(n), per)
-        return out
+        p = self._plan(session, since, until, True)
+        return samples_read.window_stats(session, p, uuids, fields)
 
     def last_above(
         self,
@@ -235,17 +225,8 @@ class SqlSampleStore:
         """GPU uuid -> newest time in [since, until] its field was above (or at) threshold."""
         if not uuids:
             return {}
-        s = t.samples
-        joined, picked = _by_uuid(session, uuids)
-        col = s.c[field]
-        above = col >= threshold if inclusive else col > threshold
-        stmt = (
-            select(t.gpu_ids.c.uuid, func.max(s.c.ts_ms))
-            .select_from(joined)
-            .where(picked, s.c.ts_ms >= _ms(since), s.c.ts_ms <= _ms(until), above)
-            .group_by(t.gpu_ids.c.uuid)
-        )
-        return {u: ts / 1000.0 for u, ts in session.execute(stmt).all()}
+        p = self._plan(session, since, until, True)
+        return samples_read.last_above(session, p, uuids, field, threshold, inclusive)
 
     def series(
         self,
@@ -260,21 +241,16 @@ class SqlSampleStore:
         """Per GPU: mean of each field per bucket in [since, until), oldest first."""
         if not uuids:
             return {}
-        s, uuid = t.samples, t.gpu_ids.c.uuid
-        joined, picked = _by_uuid(session, uuids)
-        b = (s.c.ts_ms // (bucket_s * 1000)).label("b")
-        stmt = (
-            select(uuid, b, *(func.avg(s.c[f]) for f in fields))
-            .select_from(joined)
-            .where(picked, s.c.ts_ms >= _ms(since), s.c.ts_ms < _ms(until))
-            .group_by(uuid, b)
-            .order_by(uuid, b)
-        )
+        uuid = t.gpu_ids.c.uuid
+        p = self._plan(session, since, until, False)
+        acc = samples_read.sums(
+            session, p, key=uuid, where=[among(session, uuid, uuids)], bucket_s=bucket_s,
+            fields=fields,
+        )  # fmt: skip
         out: dict[str, list[dict[str, float | None]]] = {u: [] for u in uuids}
-        for gpu, bucket, *means in session.execute(stmt).all():
+        for (gpu, bucket), sums in sorted(acc.items()):
             point: dict[str, float | None] = {"ts": float(bucket) * bucket_s}
-            pairs = zip(fields, means, strict=True)
-            point.update((f, None if v is None else float(v)) for f, v in pairs)
+            point.update((f, samples_read.mean(sums, i)) for i, f in enumerate(fields))
             out[gpu].append(point)
         return out
 
@@ -282,24 +258,11 @@ class SqlSampleStore:
         self, session: Session, *, since: float, until: float, bucket_s: int
     ) -> list[tuple[str, float, float]]:
         """(node, bucket start, mean GPU utilization) over every node in [since, until)."""
-        s, g = t.samples, t.gpu_ids
-        b = (s.c.ts_ms // (bucket_s * 1000)).label("b")
-        stmt = (
-            select(g.c.node, b, func.avg(s.c.util_gpu))
-            .select_from(s.join(g, g.c.id == s.c.gpu_id))
-            .where(s.c.ts_ms >= _ms(since), s.c.ts_ms < _ms(until))
-            .group_by(g.c.node, b)
+        p = self._plan(session, since, until, False)
+        acc = samples_read.sums(
+            session, p, key=t.gpu_ids.c.node, where=[], bucket_s=bucket_s, fields=["util_gpu"]
         )
-        rows = session.execute(stmt).all()
-        return [(n, float(bk) * bucket_s, float(u or 0.0)) for n, bk, u in rows]
-
-
-def _field_stats(v: Sequence[Any]) -> FieldStats:
-    lo, hi, n, first, last = v
-    return FieldStats(
-        min=None if lo is None else float(lo),
-        max=None if hi is None else float(hi),
-        count=int(n or 0),
-        first_ts=None if first is None else first / 1000.0,
-        last_ts=None if last is None else last / 1000.0,
-    )
+        return [
+            (node, float(b) * bucket_s, samples_read.mean(sums, 0) or 0.0)
+            for (node, b), sums in acc.items()
+        ]

@@ -189,6 +189,43 @@ gpu_latest = Table(
     *_sample_columns(),
 )
 
+# Rollups of samples per GPU and minute / hour: count, first and last sample time, and per
+# gauge its min, max, mean, newest value and how many samples carried it (means merge by it).
+ROLLUP_STATS = ("min", "max", "mean", "last")
+
+
+def _rollup(name: str) -> Table:
+    cols: list[Column[Any]] = []
+    for f in GAUGE_FIELDS:
+        cols += [Column(f"{f}_{stat}", REAL) for stat in ROLLUP_STATS]
+        cols.append(Column(f"{f}_n", Integer, nullable=False))
+    return Table(
+        name,
+        metadata,
+        Column("bucket_ms", BigInteger, nullable=False, autoincrement=False),
+        Column("gpu_id", Integer, nullable=False, autoincrement=False),
+        Column("count", Integer, nullable=False),
+        Column("first_ts_ms", BigInteger, nullable=False),
+        Column("last_ts_ms", BigInteger, nullable=False),
+        *cols,
+        PrimaryKeyConstraint("bucket_ms", "gpu_id"),
+        # Per-GPU reads over weeks: the page of one GPU, not the whole fleet's buckets.
+        Index(f"ix_{name}_gpu_id_bucket_ms", "gpu_id", "bucket_ms"),
+        sqlite_with_rowid=False,
+    )
+
+
+samples_1m = _rollup("samples_1m")
+samples_1h = _rollup("samples_1h")
+
+# How far each rollup is complete: the job resumes there (and redoes a short overlap).
+rollup_marks = Table(
+    "rollup_marks",
+    metadata,
+    Column("level", String(16), primary_key=True),
+    Column("done_until_ms", BigInteger, nullable=False),
+)
+
 events = Table(
     "events",
     metadata,
@@ -294,6 +331,9 @@ __all__ = [
     "leases",
     "metadata",
     "nodes",
+    "rollup_marks",
     "samples",
+    "samples_1h",
+    "samples_1m",
     "server_heartbeats",
 ]

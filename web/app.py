@@ -12,7 +12,7 @@ from prometheus_client import CollectorRegistry
 from starlette.middleware.sessions import SessionMiddleware
 from starlette.staticfiles import StaticFiles
 
-from timeline import __version__, db
+from timeline import __version__, db, samples
 from timeline.settings import Settings
 from web.api import actions, heatmap, incidents, ingest, ops, read
 from web.api.ops import install_openapi
@@ -65,6 +65,7 @@ def create_app(
     tokens = TokenTable.from_settings(settings)
     engine = db.make_engine(settings.database_url, busy_timeout_s=settings.database_busy_timeout_s)
     factory = db.make_sessionmaker(engine)
+    samples.use(samples.from_settings(settings))  # where GPU telemetry is kept
     runtime = ServerRuntime(factory)
     # Every process (worker or replica) serves requests; only the lease holder runs periodic work.
     leader = LeaseElector(
