@@ -27,6 +27,7 @@ from web.metrics import ServerMetrics
 from web.pages import ROUTERS as PAGE_ROUTERS
 from web.pages import login as login_page
 from web.runtime import ServerRuntime
+from web.store_metrics import TableBytesCollector
 
 log = logging.getLogger(__name__)
 
@@ -107,6 +108,7 @@ def create_app(
     app.state.metrics = ServerMetrics(leader, registry=registry)
     app.state.metrics.registry.register(DashboardCollector(factory, settings, cache))
     app.state.metrics.registry.register(HealerCollector(factory))
+    app.state.metrics.registry.register(TableBytesCollector(factory))
     app.state.runtime = runtime
     app.state.leader = leader
     app.add_middleware(

@@ -141,3 +141,30 @@ def test_table_bytes_reports_a_size_for_every_sample_table(session: Session) -> 
     sizes = rollups.table_bytes(session)
     for name in ("samples", "samples_1m", "samples_1h", "gpu_ids", "gpu_latest"):
         assert sizes[name] > 0, name
+
+
+def test_a_day_partition_made_later_takes_its_rows_over_from_the_default_one(
+    session_factory: sessionmaker[Session], session: Session
+) -> None:
+    from timeline import partitions
+
+    far = time.time() + 40 * 86400  # beyond the partitions made ahead: lands in DEFAULT
+    with session_factory() as s:
+        samples.store().append(
+            s, node="n1", samples=[Sample.model_construct(ts=far, gpu_uuid="GPU-f", util_gpu=1.0)]
+        )
+        s.commit()
+    made = partitions.ensure_partitions(session, now=far, ahead_days=0)
+    session.commit()
+    if session.get_bind().dialect.name != "postgresql":
+        assert made == []  # SQLite has no partitions: retention deletes rows
+        return
+    day = int(far // 86400)
+    assert made == [partitions.partition_name(day)]
+    moved = session.execute(text(f"SELECT count(*) FROM {made[0]}")).scalar_one()
+    left = session.execute(text("SELECT count(*) FROM samples_default")).scalar_one()
+    assert (moved, left) == (1, 0)
+    dropped = partitions.drop_expired(session, before_ms=(day + 1) * 86_400_000)
+    session.commit()
+    assert made[0] in dropped
+    assert session.execute(select(func.count()).select_from(t.samples)).scalar_one() == 0
