@@ -160,7 +160,7 @@ class SqlSampleStore:
     """
 
     def __init__(
-        self, *, rollup_after_s: float = 6 * 3600.0, hourly_after_s: float = 7 * 86400.0
+        self, *, rollup_after_s: float = 3600.0, hourly_after_s: float = 7 * 86400.0
     ) -> None:
         self.rollup_after_s = rollup_after_s
         self.hourly_after_s = hourly_after_s

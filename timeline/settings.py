@@ -104,7 +104,7 @@ class Settings(BaseSettings):
     samples_rollup_interval_s: float = 60.0  # how often the rollup job runs
     samples_retention_interval_s: float = 600.0  # how often expired telemetry is deleted
     samples_partitions_ahead_days: int = 3  # PostgreSQL: day partitions made this far ahead
-    samples_rollup_read_after_s: float = 6 * 3600.0  # longer ranges read 1-minute rollups
+    samples_rollup_read_after_s: float = 3600.0  # longer ranges read 1-minute rollups
     samples_hourly_read_after_s: float = 7 * 86400.0  # ...and longer still, 1-hour rollups
 
     # --- agent (node-side sources) ---

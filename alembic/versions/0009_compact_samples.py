@@ -80,6 +80,7 @@ def _create_compact() -> None:
         sqlite_with_rowid=False,
         postgresql_partition_by="RANGE (ts_ms)",
     )
+    op.create_index("ix_samples_gpu_id_ts_ms", "samples", ["gpu_id", "ts_ms"], unique=False)
     if not _pg():
         return
     today = int(time.time() // 86400)
