@@ -129,6 +129,7 @@ def _seed_samples(
 def _roll_up(factory: sessionmaker[Session], now: float) -> float:
     """Run the rollup job as a server would have (each run is bounded): seconds it took."""
     started = time.perf_counter()
+
     def marks() -> tuple[int | None, ...]:
         with factory() as s:
             return tuple(rollups.mark(s, level.name) for level in (rollups.MINUTE, rollups.HOUR))
