@@ -168,19 +168,25 @@ def sums(
     p: Plan,
     *,
     key: Any,
-    where: Sequence[ColumnElement[bool]],
+    uuids: Sequence[str] | None,
     bucket_s: int,
     fields: Sequence[str],
 ) -> dict[tuple[Any, int], list[float]]:
-    """(key, bucket) -> [sum, count] per field, over raw rows and rollups of the plan."""
-    s, width = t.samples, bucket_s * 1000
+    """(key, bucket) -> [sum, count] per field, over raw rows and rollups of the plan.
+
+    Rows are summed per GPU id first and joined to gpu_ids after: one join per GPU and bucket,
+    not one per sample (the fleet heatmap reads every GPU).
+    """
+    s, g, width = t.samples, t.gpu_ids, bucket_s * 1000
+    picked = None if uuids is None else select(g.c.id).where(among(session, g.c.uuid, uuids))
     cols: list[Any] = []
     for f in fields:
         cols += [func.sum(s.c[f]), func.count(s.c[f])]
     b = (s.c.ts_ms // width).label("b")
-    queries = [
-        select(key, b, *cols).select_from(_joined(s)).where(*where, _raw_where(p)).group_by(key, b)
-    ]
+    inner = select(s.c.gpu_id, b, *cols).where(_raw_where(p))
+    if picked is not None:
+        inner = inner.where(s.c.gpu_id.in_(picked))
+    parts = [inner.group_by(s.c.gpu_id, b)]
     if p.rolled is not None:
         r, lo, hi = p.rolled
         cols = []
@@ -188,12 +194,16 @@ def sums(
             n = r.c[f"{f}_n"]
             cols += [func.sum(r.c[f"{f}_mean"] * n), func.sum(n)]
         rb = (r.c.bucket_ms // width).label("b")
-        q = select(key, rb, *cols).select_from(_joined(r))
-        q = q.where(*where, r.c.bucket_ms >= lo, r.c.bucket_ms < hi).group_by(key, rb)
-        queries.append(q)
+        q = select(r.c.gpu_id, rb, *cols).where(r.c.bucket_ms >= lo, r.c.bucket_ms < hi)
+        if picked is not None:
+            q = q.where(r.c.gpu_id.in_(picked))
+        parts.append(q.group_by(r.c.gpu_id, rb))
     out: dict[tuple[Any, int], list[float]] = {}
-    for q in queries:
-        for k, bucket, *vals in session.execute(q).all():
+    for part in parts:
+        sub = part.subquery()
+        values = [func.sum(c) for c in list(sub.c)[2:]]
+        outer = select(key, sub.c.b, *values).join_from(sub, g, g.c.id == sub.c.gpu_id)
+        for k, bucket, *vals in session.execute(outer.group_by(key, sub.c.b)).all():
             acc = out.setdefault((k, int(bucket)), [0.0] * len(vals))
             for i, v in enumerate(vals):
                 acc[i] += float(v or 0.0)

@@ -243,10 +243,7 @@ class SqlSampleStore:
             return {}
         uuid = t.gpu_ids.c.uuid
         p = self._plan(session, since, until, False)
-        acc = samples_read.sums(
-            session, p, key=uuid, where=[among(session, uuid, uuids)], bucket_s=bucket_s,
-            fields=fields,
-        )  # fmt: skip
+        acc = samples_read.sums(session, p, key=uuid, uuids=uuids, bucket_s=bucket_s, fields=fields)
         out: dict[str, list[dict[str, float | None]]] = {u: [] for u in uuids}
         for (gpu, bucket), sums in sorted(acc.items()):
             point: dict[str, float | None] = {"ts": float(bucket) * bucket_s}
@@ -260,7 +257,7 @@ class SqlSampleStore:
         """(node, bucket start, mean GPU utilization) over every node in [since, until)."""
         p = self._plan(session, since, until, False)
         acc = samples_read.sums(
-            session, p, key=t.gpu_ids.c.node, where=[], bucket_s=bucket_s, fields=["util_gpu"]
+            session, p, key=t.gpu_ids.c.node, uuids=None, bucket_s=bucket_s, fields=["util_gpu"]
         )
         return [
             (node, float(b) * bucket_s, samples_read.mean(sums, 0) or 0.0)
