@@ -117,6 +117,22 @@ def _copy_or_insert(session: Session, rows: list[list[Any]], cols: str) -> None:
         cur.execute("RELEASE SAVEPOINT samples_copy")
 
 
+def _latest_from_samples(session: Session, newest: list[list[Any]]) -> None:
+    """PostgreSQL: gpu_latest from the rows just stored, in one statement (psycopg's
+    executemany of 1,000 upserts cost more than the COPY of the samples, profiled)."""
+    every = ", ".join(f'"{c}"' for c in ("gpu_id", "ts_ms", *FIELDS))
+    picks = ", ".join(f's."{c}"' for c in ("gpu_id", "ts_ms", *FIELDS))
+    sets = ", ".join(f'"{c}" = excluded."{c}"' for c in ("ts_ms", *FIELDS))
+    stmt = (
+        f"INSERT INTO gpu_latest ({every}) SELECT {picks} "
+        "FROM unnest(%s::int[], %s::bigint[]) AS n(gpu_id, ts_ms) "
+        "JOIN samples s ON s.ts_ms = n.ts_ms AND s.gpu_id = n.gpu_id "
+        f"ON CONFLICT (gpu_id) DO UPDATE SET {sets} WHERE excluded.ts_ms >= gpu_latest.ts_ms"
+    )
+    with _raw(session).cursor() as cur:
+        cur.execute(stmt, ([r[0] for r in newest], [r[1] for r in newest]))
+
+
 def append(session: Session, *, node: str, samples: Sequence[Sample]) -> int:
     """Insert compact rows straight through the driver, and refresh gpu_latest.
 
@@ -140,6 +156,9 @@ def append(session: Session, *, node: str, samples: Sequence[Sample]) -> int:
         held = newest.get(row[0])
         if held is None or row[1] >= held[1]:
             newest[row[0]] = row
+    if session.get_bind().dialect.name == "postgresql":
+        _latest_from_samples(session, list(newest.values()))
+        return len(rows)
     # The newest sample replaces the whole row: fields it lacks become NULL.
     sets = [f'"{f}" = excluded."{f}"' for f in ("ts_ms", *fields)]
     sets += [f'"{f}" = NULL' for f in FIELDS if f not in fields]
