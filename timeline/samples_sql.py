@@ -46,7 +46,13 @@ def _ids_of(session: Session, uuids: list[str]) -> dict[str, int]:
     cur = _raw(session).cursor()
     try:
         if session.get_bind().dialect.name == "postgresql":
-            cur.execute("SELECT uuid, id FROM gpu_ids WHERE uuid = ANY(%s)", (uuids,))
+            # One text parameter split by the server: psycopg's dumping of a 1,000-string
+            # array cost more than the lookup (profiled). A uuid holds no newline (bounds).
+            stmt = (
+                "SELECT g.uuid, g.id FROM unnest(string_to_array(%s, E'\\n')) AS u(uuid) "
+                "JOIN gpu_ids g ON g.uuid = u.uuid"
+            )
+            cur.execute(stmt, ("\n".join(uuids),))
             return dict(cur.fetchall())
         out: dict[str, int] = {}
         for i in range(0, len(uuids), 30_000):  # under SQLite's 32,766 parameters
@@ -117,20 +123,27 @@ def _copy_or_insert(session: Session, rows: list[list[Any]], cols: str) -> None:
         cur.execute("RELEASE SAVEPOINT samples_copy")
 
 
-def _latest_from_samples(session: Session, newest: list[list[Any]]) -> None:
-    """PostgreSQL: gpu_latest from the rows just stored, in one statement (psycopg's
-    executemany of 1,000 upserts cost more than the COPY of the samples, profiled)."""
+def _latest_via_copy(session: Session, newest: list[list[Any]], cols: str) -> None:
+    """PostgreSQL: the newest rows COPYed into a temporary table, then one upsert from it.
+
+    psycopg's executemany of 1,000 upserts cost more than the COPY of the samples, and joining
+    back to `samples` got a hash join over the whole day partition (profiled).
+    """
     every = ", ".join(f'"{c}"' for c in ("gpu_id", "ts_ms", *FIELDS))
-    picks = ", ".join(f's."{c}"' for c in ("gpu_id", "ts_ms", *FIELDS))
     sets = ", ".join(f'"{c}" = excluded."{c}"' for c in ("ts_ms", *FIELDS))
-    stmt = (
-        f"INSERT INTO gpu_latest ({every}) SELECT {picks} "
-        "FROM unnest(%s::int[], %s::bigint[]) AS n(gpu_id, ts_ms) "
-        "JOIN samples s ON s.ts_ms = n.ts_ms AND s.gpu_id = n.gpu_id "
-        f"ON CONFLICT (gpu_id) DO UPDATE SET {sets} WHERE excluded.ts_ms >= gpu_latest.ts_ms"
-    )
     with _raw(session).cursor() as cur:
-        cur.execute(stmt, ([r[0] for r in newest], [r[1] for r in newest]))
+        cur.execute(
+            "CREATE TEMP TABLE IF NOT EXISTS gpu_latest_in "
+            "(LIKE gpu_latest INCLUDING DEFAULTS) ON COMMIT DELETE ROWS"
+        )
+        with cur.copy(f"COPY gpu_latest_in ({cols}) FROM STDIN") as copy:
+            for row in newest:
+                copy.write_row(row)
+        cur.execute(
+            f"INSERT INTO gpu_latest ({every}) SELECT {every} FROM gpu_latest_in "
+            f"ON CONFLICT (gpu_id) DO UPDATE SET {sets} WHERE excluded.ts_ms >= gpu_latest.ts_ms"
+        )
+        cur.execute("TRUNCATE gpu_latest_in")  # a later batch in this transaction starts empty
 
 
 def append(session: Session, *, node: str, samples: Sequence[Sample]) -> int:
@@ -157,7 +170,7 @@ def append(session: Session, *, node: str, samples: Sequence[Sample]) -> int:
         if held is None or row[1] >= held[1]:
             newest[row[0]] = row
     if session.get_bind().dialect.name == "postgresql":
-        _latest_from_samples(session, list(newest.values()))
+        _latest_via_copy(session, list(newest.values()), cols)
         return len(rows)
     # The newest sample replaces the whole row: fields it lacks become NULL.
     sets = [f'"{f}" = excluded."{f}"' for f in ("ts_ms", *fields)]
