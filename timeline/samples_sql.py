@@ -141,7 +141,7 @@ def _latest_via_copy(session: Session, newest: list[list[Any]], cols: str) -> No
                 copy.write_row(row)
         cur.execute(
             f"INSERT INTO gpu_latest ({every}) SELECT {every} FROM gpu_latest_in "
-            f"ON CONFLICT (gpu_id) DO UPDATE SET {sets} WHERE excluded.ts_ms >= gpu_latest.ts_ms"
+            f"ON CONFLICT (gpu_id) DO UPDATE SET {sets} WHERE excluded.ts_ms > gpu_latest.ts_ms"
         )
         cur.execute("TRUNCATE gpu_latest_in")  # a later batch in this transaction starts empty
 
@@ -167,7 +167,7 @@ def append(session: Session, *, node: str, samples: Sequence[Sample]) -> int:
     newest: dict[int, list[Any]] = {}
     for row in rows:
         held = newest.get(row[0])
-        if held is None or row[1] >= held[1]:
+        if held is None or row[1] > held[1]:  # first wins, as in samples
             newest[row[0]] = row
     if session.get_bind().dialect.name == "postgresql":
         _latest_via_copy(session, list(newest.values()), cols)
@@ -178,7 +178,7 @@ def append(session: Session, *, node: str, samples: Sequence[Sample]) -> int:
     _executemany(
         session,
         f"INSERT INTO gpu_latest ({cols}) VALUES ({marks}) ON CONFLICT (gpu_id) DO UPDATE "
-        f"SET {', '.join(sets)} WHERE excluded.ts_ms >= gpu_latest.ts_ms",
+        f"SET {', '.join(sets)} WHERE excluded.ts_ms > gpu_latest.ts_ms",
         list(newest.values()),
     )
     return len(rows)

@@ -139,3 +139,4 @@ def test_a_second_sample_of_a_gpu_in_the_same_millisecond_is_dropped_not_fatal(
     )
     assert stats["GPU-a"].count == 1 and stats["GPU-a"].fields["util_gpu"].max == 10.0
     assert stats["GPU-b"].count == 1
+    assert samples.store().latest(session)["GPU-a"]["util_gpu"] == 10.0  # the one stored
