@@ -9,6 +9,7 @@ import healer.tables  # noqa: F401  (registers the healer's tables on metadata)
 import timeline.deliveries  # noqa: F401  (registers the notifications table)
 from alembic import context
 from timeline.db import make_engine
+from timeline.partitions import include_object
 from timeline.tables import metadata
 
 config = context.config
@@ -22,6 +23,7 @@ def run_migrations_offline() -> None:
         target_metadata=target_metadata,
         literal_binds=True,
         render_as_batch=True,
+        include_object=include_object,
     )
     with context.begin_transaction():
         context.run_migrations()
@@ -35,7 +37,10 @@ def run_migrations_online() -> None:
     with engine.connect() as connection:
         # render_as_batch lets ALTER-style migrations work on SQLite too.
         context.configure(
-            connection=connection, target_metadata=target_metadata, render_as_batch=True
+            connection=connection,
+            target_metadata=target_metadata,
+            render_as_batch=True,
+            include_object=include_object,  # day partitions are data, not schema
         )
         with context.begin_transaction():
             context.run_migrations()

@@ -95,17 +95,26 @@ def make_body(node: int, gpus: int, now: float) -> bytes:
 
 
 def _load(port: int, seconds: float, concurrency: int, per_batch: int) -> tuple[int, list[float]]:
-    template = make_body(0, per_batch, time.time())
+    # Every batch a new instant (1 ms apart): a store keyed by (GPU, time) must write each one.
+    base = round(time.time() - 60.0, 3)
+    template = make_body(0, per_batch, base)
+    stamp = f'"ts":{base!r}'.encode()
+    assert template.count(stamp) == per_batch, "the template's timestamps must be replaceable"
     latencies: list[float] = []
     lock = threading.Lock()
     stop_at = time.monotonic() + seconds
+    counter = iter(range(1, 1 << 40))
 
     def worker(w: int) -> None:
         headers = {"Authorization": f"Bearer {TOKEN}", "Content-Type": "application/json"}
         with httpx.Client(base_url=f"http://127.0.0.1:{port}", headers=headers, timeout=60) as c:
             n = 0
             while time.monotonic() < stop_at:
-                body = template.replace(b"B" * 32, uuid.uuid4().hex.encode())
+                with lock:
+                    k = next(counter)
+                body = template.replace(b"B" * 32, uuid.uuid4().hex.encode()).replace(
+                    stamp, f'"ts":{base + k / 1000:.3f}'.encode()
+                )
                 t0 = time.perf_counter()
                 r = c.post("/api/v1/ingest", content=body)
                 r.raise_for_status()

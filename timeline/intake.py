@@ -174,6 +174,8 @@ def _bind_nodes(
     good: dict[str, list[Any]], allowed: Callable[[str], bool], rejected: list[RejectedItem]
 ) -> None:
     for kind, items in good.items():
+        if kind in ("samples", "job_patches"):  # they name no node (see _named_nodes)
+            continue
         kept = []
         for i, item in items:
             refused = [

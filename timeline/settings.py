@@ -97,6 +97,16 @@ class Settings(BaseSettings):
     log_format: Literal["text", "json"] = "text"  # json: one JSON object per line
     agent_bisect_after: int = 5  # server errors on one batch before the agent bisects it
 
+    # --- telemetry retention and rollups (SQL sample store; leader jobs) ---
+    samples_raw_retention_days: float = 7.0  # raw samples kept this long
+    samples_1m_retention_days: float = 90.0  # 1-minute rollups kept this long
+    samples_1h_retention_days: float = 365.0  # 1-hour rollups kept this long
+    samples_rollup_interval_s: float = 60.0  # how often the rollup job runs
+    samples_retention_interval_s: float = 600.0  # how often expired telemetry is deleted
+    samples_partitions_ahead_days: int = 3  # PostgreSQL: day partitions made this far ahead
+    samples_rollup_read_after_s: float = 3600.0  # longer ranges read 1-minute rollups
+    samples_hourly_read_after_s: float = 7 * 86400.0  # ...and longer still, 1-hour rollups
+
     # --- agent (node-side sources) ---
     agent_server_url: str = "http://127.0.0.1:8080"
     agent_token: SecretStr | None = None  # FLEETMEDIC_AGENT_TOKEN; never logged

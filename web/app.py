@@ -12,7 +12,7 @@ from prometheus_client import CollectorRegistry
 from starlette.middleware.sessions import SessionMiddleware
 from starlette.staticfiles import StaticFiles
 
-from timeline import __version__, db
+from timeline import __version__, db, samples
 from timeline.settings import Settings
 from web.api import actions, heatmap, incidents, ingest, ops, read
 from web.api.ops import install_openapi
@@ -27,6 +27,7 @@ from web.metrics import ServerMetrics
 from web.pages import ROUTERS as PAGE_ROUTERS
 from web.pages import login as login_page
 from web.runtime import ServerRuntime
+from web.store_metrics import TableBytesCollector
 
 log = logging.getLogger(__name__)
 
@@ -65,6 +66,7 @@ def create_app(
     tokens = TokenTable.from_settings(settings)
     engine = db.make_engine(settings.database_url, busy_timeout_s=settings.database_busy_timeout_s)
     factory = db.make_sessionmaker(engine)
+    samples.use(samples.from_settings(settings))  # where GPU telemetry is kept
     runtime = ServerRuntime(factory)
     # Every process (worker or replica) serves requests; only the lease holder runs periodic work.
     leader = LeaseElector(
@@ -106,6 +108,7 @@ def create_app(
     app.state.metrics = ServerMetrics(leader, registry=registry)
     app.state.metrics.registry.register(DashboardCollector(factory, settings, cache))
     app.state.metrics.registry.register(HealerCollector(factory))
+    app.state.metrics.registry.register(TableBytesCollector(factory))
     app.state.runtime = runtime
     app.state.leader = leader
     app.add_middleware(

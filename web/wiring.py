@@ -22,6 +22,23 @@ def _job_state(runtime: ServerRuntime, job_id: str) -> str | None:
     return None if job is None else str(job["state"])
 
 
+def _telemetry_jobs(runtime: ServerRuntime, settings: Settings) -> None:
+    """Rollups and retention of the SQL sample store: the embedded default never fills a disk."""
+    from timeline import rollups
+
+    keep = rollups.retention_of(settings)
+    runtime.add(
+        "samples:rollup",
+        lambda: rollups.run_rollups(runtime.factory),
+        settings.samples_rollup_interval_s,
+    )
+    runtime.add(
+        "samples:retention",
+        lambda: rollups.run_retention(runtime.factory, keep=keep),
+        settings.samples_retention_interval_s,
+    )
+
+
 def configure_runtime(runtime: ServerRuntime, settings: Settings) -> None:
     """Register the cluster sources and the correlator that the settings switch on."""
     if settings.slurm_enabled:
@@ -42,6 +59,7 @@ def configure_runtime(runtime: ServerRuntime, settings: Settings) -> None:
         wandb = build_wandb_source(settings, job_state=lambda j: _job_state(runtime, j))
         runtime.add_source(ScheduledSource(wandb, settings.wandb_interval_s))
         log.info("wandb source every %.0f s", settings.wandb_interval_s)
+    _telemetry_jobs(runtime, settings)
     healer = _healer(runtime, settings)
     if settings.correlator_enabled:
         from correlator.jobs import run_correlator

@@ -142,7 +142,7 @@ def test_every_sample_is_stored_exactly_once_across_outage_and_sigkill(rig: Rig)
     assert counters["delivered_samples"] == produced
     with sqlite3.connect(rig.db) as c:
         stored, distinct = c.execute(
-            "SELECT count(*), count(DISTINCT gpu_uuid || '@' || ts) FROM samples"
+            "SELECT count(*), count(DISTINCT gpu_id || '@' || ts_ms) FROM samples"
         ).fetchone()
     assert produced > killed_at > at_outage > 0
     assert stored == produced  # exactly once: nothing lost, nothing twice

@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel, ValidationError
 from pydantic.fields import FieldInfo
-from sqlalchemy import BigInteger, Boolean, Float, Integer, String, Table, Text
+from sqlalchemy import REAL, BigInteger, Boolean, Float, Integer, String, Table, Text
 from sqlalchemy.orm import Session
 
 from timeline import bounds, service
@@ -28,16 +28,18 @@ from timeline.models import Allocation, Batch, Event, GpuInfo, Job, Node, Sample
 # Which table stores each model, and fields that are not a column of the same name.
 STORED: dict[type[BaseModel], tuple[Table, dict[str, str | None]]] = {
     GpuInfo: (t.gpus, {}),
-    Sample: (t.samples, {}),
+    Sample: (t.samples, {"ts": None, "gpu_uuid": None}),  # gpu_ids and ts_ms below
     Event: (t.events, {}),
     Job: (t.jobs, {}),
     Allocation: (t.allocations, {}),
     Node: (t.nodes, {}),
 }
+FLOAT32_MAX = 3.4028234663852886e38
 RANGES = {
     Integer: (bounds.INT32_MIN, bounds.INT32_MAX),
     BigInteger: (bounds.INT64_MIN, bounds.INT64_MAX),
     Float: (-bounds.FLOAT64_MAX, bounds.FLOAT64_MAX),
+    REAL: (-FLOAT32_MAX, FLOAT32_MAX),  # 4-byte gauges of compact samples (revision 0009)
 }
 
 
@@ -80,6 +82,12 @@ def test_every_model_field_fits_the_range_of_its_column(model: type[BaseModel]) 
             enums = [a for a in (info.annotation, *get_args(info.annotation)) if _is_enum(a)]
             cap = max(len(v.value) for v in enums[0]) if enums else _constraint(info, "max_length")
             assert cap is not None and cap <= column.type.length, f"{model.__name__}.{name}"
+
+
+def test_sample_times_fit_integer_milliseconds_and_uuids_fit_the_gpu_id_table() -> None:
+    assert bounds.INT64_MIN <= bounds.TS_MIN * 1000 and bounds.TS_MAX * 1000 <= bounds.INT64_MAX
+    cap = _constraint(Sample.model_fields["gpu_uuid"], "max_length")
+    assert cap is not None and cap <= t.gpu_ids.c.uuid.type.length  # type: ignore[attr-defined]
 
 
 # --- properties: whatever arrives is refused or stored --------------------------------------

@@ -72,3 +72,14 @@ def test_openapi_publishes_the_ingest_body_schema_with_its_bounds(client: TestCl
     code = schemas["Event"]["properties"]["code"]["anyOf"][0]
     assert code["maximum"] == 2**31 - 1
     assert {"409", "413", "422", "503"} <= set(spec["paths"]["/api/v1/ingest"]["post"]["responses"])
+
+
+def test_metrics_give_the_bytes_on_disk_of_each_sample_table(client: TestClient) -> None:
+    text = client.get("/metrics").text
+    sizes = {
+        line.split('"')[1]: float(line.rsplit(" ", 1)[1])
+        for line in text.splitlines()
+        if line.startswith("fleetmedic_table_bytes{")
+    }
+    for table in ("samples", "samples_1m", "samples_1h", "gpu_latest", "events"):
+        assert sizes[table] > 0, table

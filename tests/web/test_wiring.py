@@ -57,11 +57,14 @@ def test_server_watches_kubernetes_and_stores_pods_and_nodes(
         assert client.app.state.runtime.streams  # type: ignore[attr-defined]
 
 
-def test_nothing_is_scheduled_when_every_source_is_off(settings: Settings) -> None:
+def test_only_telemetry_rollups_and_retention_are_scheduled_when_every_source_is_off(
+    settings: Settings,
+) -> None:
     settings.correlator_enabled = False
     app = create_app(settings, configure=configure_runtime)
     with TestClient(app):
-        assert app.state.runtime.jobs == {} and app.state.runtime.streams == []
+        assert set(app.state.runtime.jobs) == {"samples:rollup", "samples:retention"}
+        assert app.state.runtime.streams == []
 
 
 @pytest.mark.parametrize("migrated_url", ["sqlite"], indirect=True)

@@ -1,0 +1,130 @@
+"""GPU telemetry samples: every read and write of them goes through one SampleStore.
+
+The SQL store keeps samples in the timeline database; another backend (a time-series engine)
+implements the same protocol and may ignore the session. Callers get the process's store from
+`store()`; the server's wiring (or a test) picks it with `use()`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from sqlalchemy.orm import Session
+
+from timeline.models import Sample
+from timeline.settings import Settings
+
+
+@dataclass(frozen=True, slots=True)
+class FieldStats:
+    """One field over a window: its extremes and how many samples carried it, and when."""
+
+    min: float | None
+    max: float | None
+    count: int  # samples in the window where the field was not null
+    first_ts: float | None  # oldest / newest sample carrying the field
+    last_ts: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class WindowStats:
+    """One GPU's samples over a time window, aggregated where they are stored."""
+
+    first_ts: float
+    last_ts: float
+    count: int
+    fields: Mapping[str, FieldStats]
+
+
+class SampleStore(Protocol):
+    """Where GPU samples are written and read. Windows are [since, until] unless said."""
+
+    def append(self, session: Session, *, node: str, samples: Sequence[Sample]) -> int:
+        """Store samples taken on `node`; returns how many were stored."""
+        ...
+
+    def latest(
+        self, session: Session, *, uuids: Sequence[str] | None = None
+    ) -> dict[str, dict[str, Any]]:
+        """GPU uuid -> its newest sample (every field and `ts`), for these GPUs or all."""
+        ...
+
+    def window_stats(
+        self,
+        session: Session,
+        *,
+        uuids: Sequence[str],
+        since: float,
+        until: float,
+        fields: Sequence[str],
+    ) -> dict[str, WindowStats]:
+        """Per GPU with samples in [since, until]: times, count and min/max of `fields`."""
+        ...
+
+    def last_above(
+        self,
+        session: Session,
+        *,
+        uuids: Sequence[str],
+        field: str,
+        threshold: float,
+        since: float,
+        until: float,
+        inclusive: bool = False,
+    ) -> dict[str, float]:
+        """GPU uuid -> newest time in [since, until] its `field` was above (or at) threshold."""
+        ...
+
+    def series(
+        self,
+        session: Session,
+        *,
+        uuids: Sequence[str],
+        since: float,
+        until: float,
+        bucket_s: int,
+        fields: Sequence[str],
+    ) -> dict[str, list[dict[str, float | None]]]:
+        """Per GPU: mean of `fields` per time bucket in [since, until), bucket start as `ts`."""
+        ...
+
+    def node_utilization(
+        self, session: Session, *, since: float, until: float, bucket_s: int
+    ) -> list[tuple[str, float, float]]:
+        """(node, bucket start, mean GPU utilization) over every node in [since, until)."""
+        ...
+
+
+_store: SampleStore | None = None
+
+
+def store() -> SampleStore:
+    """The process's sample store (the SQL store unless `use` chose another)."""
+    global _store
+    if _store is None:
+        from timeline.samples_sql import SqlSampleStore  # it imports this module's types
+
+        _store = SqlSampleStore()
+    return _store
+
+
+def from_settings(settings: Settings) -> SampleStore:
+    """The sample store the settings choose: the SQL store, with its rollup read thresholds."""
+    from timeline.samples_sql import SqlSampleStore
+
+    return SqlSampleStore(
+        rollup_after_s=settings.samples_rollup_read_after_s,
+        hourly_after_s=settings.samples_hourly_read_after_s,
+    )
+
+
+def use(new: SampleStore) -> SampleStore:
+    """Make `new` the process's sample store; returns the one it replaces."""
+    global _store
+    old, _store = store(), new
+    return old
+
+
+__all__ = ["FieldStats", "SampleStore", "WindowStats", "from_settings", "store", "use"]

@@ -1,0 +1,216 @@
+"""Reads of the SQL sample store: raw rows for short ranges, rollups plus a raw tail for long.
+
+A long range reads whole rollup buckets up to the rollup's watermark and raw samples for the
+rest (the partial bucket at its start and everything after the watermark), then merges the two:
+counts and sums add, extremes combine. Before the first rollup run everything is read raw.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import ColumnElement, Table, and_, any_, bindparam, case, func, or_, select
+from sqlalchemy.dialects.postgresql import ARRAY
+from sqlalchemy.orm import Session
+
+from timeline import rollups
+from timeline import tables as t
+from timeline.samples import FieldStats, WindowStats
+
+
+@dataclass(frozen=True)
+class Plan:
+    """Which part of [since_ms, until_ms] comes from a rollup table, which from raw rows."""
+
+    rolled: tuple[Table, int, int] | None  # table, [lo, hi) of bucket starts
+    raw: list[tuple[int, int]]  # [lo, hi) ranges of ts_ms
+
+
+def among(session: Session, column: Any, values: Iterable[Any]) -> ColumnElement[bool]:
+    """`column IN values`; on PostgreSQL one array parameter, not thousands of placeholders."""
+    vals = sorted(set(values))
+    if session.get_bind().dialect.name == "postgresql":
+        return column == any_(bindparam(None, vals, type_=ARRAY(column.type)))
+    return column.in_(vals)
+
+
+def plan(
+    session: Session,
+    *,
+    since: float,
+    until: float,
+    after_s: float,
+    hourly_after_s: float,
+    inclusive: bool = True,
+) -> Plan:
+    """How to read [since, until] (or [since, until)): raw when short or not rolled up, else
+    rollups and raw."""
+    lo, hi = round(since * 1000), round(until * 1000) + int(inclusive)
+    span = until - since
+    level = rollups.HOUR if span > hourly_after_s else rollups.MINUTE if span > after_s else None
+    done = rollups.mark(session, level.name) if level is not None else None
+    if level is None or done is None:
+        return Plan(None, [(lo, hi)])
+    w = level.bucket_ms
+    first = -(-lo // w) * w  # the first whole bucket
+    end = min(done, hi // w * w)
+    if end <= first:
+        return Plan(None, [(lo, hi)])
+    table = t.samples_1h if level is rollups.HOUR else t.samples_1m
+    return Plan((table, first, end), [(lo, first), (end, hi)])
+
+
+def _raw_where(p: Plan) -> ColumnElement[bool]:
+    ts = t.samples.c.ts_ms
+    return or_(*(and_(ts >= a, ts < b) for a, b in p.raw if b > a))
+
+
+def _joined(table: Table) -> Any:
+    return table.join(t.gpu_ids, t.gpu_ids.c.id == table.c.gpu_id)
+
+
+def window_stats(
+    session: Session, p: Plan, uuids: Sequence[str], fields: Sequence[str]
+) -> dict[str, WindowStats]:
+    """Per GPU: times, count and per-field extremes and counts over the plan's ranges."""
+    s, uuid = t.samples, t.gpu_ids.c.uuid
+    aggs: list[Any] = [func.min(s.c.ts_ms), func.max(s.c.ts_ms), func.count()]
+    for f in fields:
+        with_f = case((s.c[f].is_not(None), s.c.ts_ms))
+        aggs += [func.min(s.c[f]), func.max(s.c[f]), func.count(s.c[f])]
+        aggs += [func.min(with_f), func.max(with_f)]
+    queries = [
+        select(uuid, *aggs)
+        .select_from(_joined(s))
+        .where(among(session, uuid, uuids), _raw_where(p))
+        .group_by(uuid)
+    ]
+    if p.rolled is not None:
+        r, lo, hi = p.rolled
+        aggs = [func.min(r.c.first_ts_ms), func.max(r.c.last_ts_ms), func.sum(r.c["count"])]
+        for f in fields:
+            n = r.c[f"{f}_n"]
+            aggs += [func.min(r.c[f"{f}_min"]), func.max(r.c[f"{f}_max"]), func.sum(n)]
+            aggs += [
+                func.min(case((n > 0, r.c.first_ts_ms))),
+                func.max(case((n > 0, r.c.last_ts_ms))),
+            ]
+        where = [among(session, uuid, uuids), r.c.bucket_ms >= lo, r.c.bucket_ms < hi]
+        queries.append(select(uuid, *aggs).select_from(_joined(r)).where(*where).group_by(uuid))
+    merged: dict[str, list[Any]] = {}
+    for q in queries:
+        for gpu, *vals in session.execute(q).all():
+            merged[gpu] = _merge(merged[gpu], vals) if gpu in merged else list(vals)
+    return {gpu: _stats(v, fields) for gpu, v in merged.items() if v[2]}
+
+
+_COMBINE = (min, max, None)  # first ts, last ts, count; then per field min, max, n, first, last
+
+
+def _merge(a: list[Any], b: list[Any]) -> list[Any]:
+    out = []
+    for i, (x, y) in enumerate(zip(a, b, strict=True)):
+        pos = i if i < 3 else (i - 3) % 5
+        op = _COMBINE[pos] if i < 3 else (min, max, None, min, max)[pos]
+        if x is None or y is None:
+            out.append(y if x is None else x)
+        else:
+            out.append(x + y if op is None else op(x, y))
+    return out
+
+
+def _stats(v: list[Any], fields: Sequence[str]) -> WindowStats:
+    per = {}
+    for i, f in enumerate(fields):
+        lo, hi, n, first, last = v[3 + 5 * i : 8 + 5 * i]
+        per[f] = FieldStats(
+            min=None if lo is None else float(lo),
+            max=None if hi is None else float(hi),
+            count=int(n or 0),
+            first_ts=None if first is None else first / 1000.0,
+            last_ts=None if last is None else last / 1000.0,
+        )
+    return WindowStats(v[0] / 1000.0, v[1] / 1000.0, int(v[2]), per)
+
+
+def last_above(
+    session: Session, p: Plan, uuids: Sequence[str], field: str, threshold: float, inclusive: bool
+) -> dict[str, float]:
+    """GPU uuid -> newest time its field was above (or at) threshold (rollups: the bucket's
+    newest sample time)."""
+    s, uuid = t.samples, t.gpu_ids.c.uuid
+    col = s.c[field]
+    above = col >= threshold if inclusive else col > threshold
+    queries = [
+        select(uuid, func.max(s.c.ts_ms))
+        .select_from(_joined(s))
+        .where(among(session, uuid, uuids), _raw_where(p), above)
+        .group_by(uuid)
+    ]
+    if p.rolled is not None:
+        r, lo, hi = p.rolled
+        peak = r.c[f"{field}_max"]
+        r_above = peak >= threshold if inclusive else peak > threshold
+        where = [among(session, uuid, uuids), r.c.bucket_ms >= lo, r.c.bucket_ms < hi, r_above]
+        q = select(uuid, func.max(r.c.last_ts_ms)).select_from(_joined(r)).where(*where)
+        queries.append(q.group_by(uuid))
+    out: dict[str, float] = {}
+    for q in queries:
+        for gpu, ts in session.execute(q).all():
+            out[gpu] = max(out.get(gpu, 0.0), ts / 1000.0)
+    return out
+
+
+def sums(
+    session: Session,
+    p: Plan,
+    *,
+    key: Any,
+    uuids: Sequence[str] | None,
+    bucket_s: int,
+    fields: Sequence[str],
+) -> dict[tuple[Any, int], list[float]]:
+    """(key, bucket) -> [sum, count] per field, over raw rows and rollups of the plan.
+
+    Rows are summed per GPU id first and joined to gpu_ids after: one join per GPU and bucket,
+    not one per sample (the fleet heatmap reads every GPU).
+    """
+    s, g, width = t.samples, t.gpu_ids, bucket_s * 1000
+    picked = None if uuids is None else select(g.c.id).where(among(session, g.c.uuid, uuids))
+    cols: list[Any] = []
+    for f in fields:
+        cols += [func.sum(s.c[f]), func.count(s.c[f])]
+    b = (s.c.ts_ms // width).label("b")
+    inner = select(s.c.gpu_id, b, *cols).where(_raw_where(p))
+    if picked is not None:
+        inner = inner.where(s.c.gpu_id.in_(picked))
+    parts = [inner.group_by(s.c.gpu_id, b)]
+    if p.rolled is not None:
+        r, lo, hi = p.rolled
+        cols = []
+        for f in fields:
+            n = r.c[f"{f}_n"]
+            cols += [func.sum(r.c[f"{f}_mean"] * n), func.sum(n)]
+        rb = (r.c.bucket_ms // width).label("b")
+        q = select(r.c.gpu_id, rb, *cols).where(r.c.bucket_ms >= lo, r.c.bucket_ms < hi)
+        if picked is not None:
+            q = q.where(r.c.gpu_id.in_(picked))
+        parts.append(q.group_by(r.c.gpu_id, rb))
+    out: dict[tuple[Any, int], list[float]] = {}
+    for part in parts:
+        sub = part.subquery()
+        values = [func.sum(c) for c in list(sub.c)[2:]]
+        outer = select(key, sub.c.b, *values).join_from(sub, g, g.c.id == sub.c.gpu_id)
+        for k, bucket, *vals in session.execute(outer.group_by(key, sub.c.b)).all():
+            acc = out.setdefault((k, int(bucket)), [0.0] * len(vals))
+            for i, v in enumerate(vals):
+                acc[i] += float(v or 0.0)
+    return out
+
+
+def mean(acc: list[float], i: int) -> float | None:
+    """The mean of field `i` from a sums() accumulator; None where no sample carried it."""
+    total, n = acc[2 * i], acc[2 * i + 1]
+    return total / n if n else None
