@@ -29,11 +29,15 @@ _GPU_FIELDS = {
 
 
 def _owners(session: Session, uuids: set[str]) -> dict[str, str]:
+    """uuid -> owning node: the inventory's node, else the node its samples came from first."""
     if not uuids:
         return {}
-    g = t.gpus
-    rows = session.execute(select(g.c.uuid, g.c.node).where(g.c.uuid.in_(sorted(uuids))))
-    return {uuid: node for uuid, node in rows.all()}
+    wanted = sorted(uuids)
+    out: dict[str, str] = {}
+    for table in (t.gpu_ids, t.gpus):  # the inventory (gpus) wins where both know the GPU
+        rows = session.execute(select(table.c.uuid, table.c.node).where(table.c.uuid.in_(wanted)))
+        out.update(dict(rows.tuples().all()))
+    return out
 
 
 def refuse_foreign_gpus(

@@ -282,3 +282,32 @@ def test_a_node_bound_agent_cannot_rehome_or_write_for_another_nodes_gpu(
         "GPU-MINE": "gpu-node-01",
     }
     assert gpus["GPU-MINE"]["util_gpu"] == 5.0 and gpus["GPU-OWNED"]["util_gpu"] is None
+
+
+def test_a_gpu_known_only_from_its_samples_is_owned_by_the_node_that_sent_them_first(
+    settings: Settings,
+) -> None:
+    bound = settings.model_copy(
+        update={
+            "agent_tokens": Settings(
+                agent_tokens="owner-token@gpu-node-02,thief-token@gpu-node-01"
+            ).agent_tokens
+        }
+    )
+    now = time.time()
+    sample = {"gpu_uuid": "GPU-SAMPLED", "ts": now, "util_gpu": 7.0}
+    owner = {"agent": "a", "node": "gpu-node-02", "batch_id": "owner-0002", "samples": [sample]}
+    stolen = {"agent": "b", "node": "gpu-node-01", "batch_id": "thief-0002",
+              "samples": [sample | {"ts": now + 1, "util_gpu": 99.0}]}  # fmt: skip
+    with TestClient(create_app(bound)) as c:
+        assert (
+            c.post(
+                "/api/v1/ingest", json=owner, headers={"Authorization": "Bearer owner-token"}
+            ).status_code
+            == 200
+        )
+        r = c.post("/api/v1/ingest", json=stolen, headers={"Authorization": "Bearer thief-token"})
+    assert r.status_code == 200, r.text
+    assert [(x["kind"], x["index"], x["status"]) for x in r.json()["rejected"]] == [
+        ("samples", 0, 403)
+    ]
