@@ -8,24 +8,19 @@ from __future__ import annotations
 
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from sqlalchemy.orm import Session
 
 from correlator import service as incidents
 from timeline import fleet
-from timeline.fleet import Classified, GpuState, NodeView
+from timeline.fleet import Classified, NodeView
 from timeline.history import Holder
 from timeline.settings import Settings
+from web.fleetgrid import STATE_CODES, Grid, build_grid
 
-STATE_CODES = {
-    GpuState.BUSY: "b",
-    GpuState.IDLE_ALLOCATED: "i",
-    GpuState.FREE: "f",
-    GpuState.FAILING: "x",
-    GpuState.STALE: "s",
-}
+__all__ = ["STATE_CODES", "FleetCache", "FleetFilter", "FleetSnapshot", "filter_options"]
 
 
 def classified_rows(
@@ -68,13 +63,44 @@ class FleetFilter:
 
 def filter_options(gpus: list[Classified]) -> dict[str, list[str]]:
     """The values each filter can take, from the unfiltered fleet."""
-    allocs = [a for _, a, _, _ in gpus if a is not None]
+    allocs = {a for _, a, _, _ in gpus if a is not None}  # holders repeat per GPU: dedupe first
     return {
         "partitions": sorted({a.partition for a in allocs if a.partition}),
         "users": sorted({a.user for a in allocs if a.user}),
         "accounts": sorted({a.account for a in allocs if a.account}),
         "models": sorted({r["name"] for r, _, _, _ in gpus if r["name"]}),
     }
+
+
+@dataclass
+class FleetSnapshot:
+    """One classification of the fleet and what the fleet page derives from it, each derived
+    value built at most once per snapshot (so a cached snapshot serves the page cheaply)."""
+
+    rows: tuple[dict[str, NodeView], list[Classified]]
+    built: float = field(default_factory=time.monotonic)
+    lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    _grid: Grid | None = None
+    _options: dict[str, list[str]] | None = None
+
+    def grid(self) -> Grid:
+        """The unfiltered grid (payload serialized once, on first use)."""
+        with self.lock:
+            if self._grid is None:
+                self._grid = build_grid(*self.rows)
+                self._grid.script_json()
+            return self._grid
+
+    def options(self) -> dict[str, list[str]]:
+        """The values each filter can take."""
+        with self.lock:
+            if self._options is None:
+                self._options = filter_options(self.rows[1])
+            return self._options
+
+    def filtered_grid(self, flt: FleetFilter) -> Grid:
+        """The grid of the GPUs that pass `flt` (built per request: filters vary)."""
+        return self.grid() if not flt.active() else build_grid(*self.rows, keep=flt.keeps)
 
 
 class FleetCache:
@@ -88,17 +114,21 @@ class FleetCache:
     def __init__(self, ttl_s: float) -> None:
         self.ttl_s = ttl_s
         self.lock = threading.Lock()
-        self.value: tuple[float, tuple[dict[str, NodeView], list[Classified]]] | None = None
+        self.value: FleetSnapshot | None = None
+
+    def snapshot(self, session: Session, *, settings: Settings, now: float) -> FleetSnapshot:
+        """The classified fleet, rebuilt when older than the ttl (one builder at a time)."""
+        if self.ttl_s <= 0:
+            return FleetSnapshot(classified_rows(session, settings=settings, now=now))
+        with self.lock:  # concurrent misses wait for one rebuild instead of each doing it
+            if self.value is None or time.monotonic() - self.value.built >= self.ttl_s:
+                rows = classified_rows(session, settings=settings, now=now)
+                # Stamped when built: a build slower than the ttl is still reused for a ttl.
+                self.value = FleetSnapshot(rows)
+            return self.value
 
     def rows(
         self, session: Session, *, settings: Settings, now: float
     ) -> tuple[dict[str, NodeView], list[Classified]]:
-        """The classified rows, rebuilt when older than the ttl (one builder at a time)."""
-        if self.ttl_s <= 0:
-            return classified_rows(session, settings=settings, now=now)
-        with self.lock:  # concurrent misses wait for one rebuild instead of each doing it
-            if self.value is None or time.monotonic() - self.value[0] >= self.ttl_s:
-                rows = classified_rows(session, settings=settings, now=now)
-                # Stamped when built: a build slower than the ttl is still reused for a ttl.
-                self.value = (time.monotonic(), rows)
-            return self.value[1]
+        """The classified rows (nodes, GPUs) of the current snapshot."""
+        return self.snapshot(session, settings=settings, now=now).rows
