@@ -189,9 +189,14 @@ class FleetInputs:
     nodes: list[dict[str, Any]]
 
 
+def read_latest(session: Session) -> list[dict[str, Any]]:
+    """Each known GPU with its newest sample (the one read of telemetry the grid makes)."""
+    return queries.latest_gpu_samples(session)
+
+
 def read_inputs(session: Session, *, now: float) -> FleetInputs:
     """The three reads behind the fleet grid (each a narrow read of current state)."""
-    latest = queries.latest_gpu_samples(session)
+    latest = read_latest(session)
     return FleetInputs(latest, history.holders_at(session, at=now), history.node_states(session))
 
 

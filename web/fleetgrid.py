@@ -17,7 +17,6 @@ from markupsafe import Markup
 
 from timeline.fleet import Classified, GpuState, NodeView
 from timeline.history import Holder
-from web.pages.templating import script_safe
 
 STATE_CODES = {
     GpuState.BUSY: "b",
@@ -68,6 +67,9 @@ class Grid:
     def script_json(self) -> Markup:
         """The payload as JSON safe inside a <script> element (serialized once per grid)."""
         if self._json is None:
+            # Imported here: web.pages imports this module (through the fleet page).
+            from web.pages.templating import script_safe
+
             self._json = Markup(script_safe(orjson.dumps(self.payload()).decode()))
         return self._json
 
