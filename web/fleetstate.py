@@ -78,7 +78,7 @@ class FleetSnapshot:
     value built at most once per snapshot (so a cached snapshot serves the page cheaply)."""
 
     rows: tuple[dict[str, NodeView], list[Classified]]
-    built: float = field(default_factory=time.monotonic)
+    built: float = 0.0  # time.monotonic() when classified
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     _grid: Grid | None = None
     _options: dict[str, list[str]] | None = None
@@ -119,12 +119,14 @@ class FleetCache:
     def snapshot(self, session: Session, *, settings: Settings, now: float) -> FleetSnapshot:
         """The classified fleet, rebuilt when older than the ttl (one builder at a time)."""
         if self.ttl_s <= 0:
-            return FleetSnapshot(classified_rows(session, settings=settings, now=now))
+            return FleetSnapshot(
+                classified_rows(session, settings=settings, now=now), time.monotonic()
+            )
         with self.lock:  # concurrent misses wait for one rebuild instead of each doing it
             if self.value is None or time.monotonic() - self.value.built >= self.ttl_s:
                 rows = classified_rows(session, settings=settings, now=now)
                 # Stamped when built: a build slower than the ttl is still reused for a ttl.
-                self.value = FleetSnapshot(rows)
+                self.value = FleetSnapshot(rows, time.monotonic())
             return self.value
 
     def rows(
