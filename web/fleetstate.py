@@ -11,6 +11,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+import orjson
 from sqlalchemy.orm import Session
 
 from correlator import service as incidents
@@ -72,6 +73,18 @@ def filter_options(gpus: list[Classified]) -> dict[str, list[str]]:
     }
 
 
+def _nodes_json(views: list[NodeView], budget: int) -> tuple[bytes, int]:
+    parts: list[bytes] = []
+    total = 0
+    for i, view in enumerate(views):
+        part = orjson.dumps(view)
+        total += len(part)
+        if total > budget:
+            return b"[" + b",".join(parts) + b"]", len(views) - i
+        parts.append(part)
+    return b"[" + b",".join(parts) + b"]", 0
+
+
 @dataclass
 class FleetSnapshot:
     """One classification of the fleet and what the fleet page derives from it, each derived
@@ -82,6 +95,7 @@ class FleetSnapshot:
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     _grid: Grid | None = None
     _options: dict[str, list[str]] | None = None
+    _api: tuple[int, bytes, int] | None = None
 
     def grid(self) -> Grid:
         """The unfiltered grid (payload serialized once, on first use)."""
@@ -97,6 +111,14 @@ class FleetSnapshot:
             if self._options is None:
                 self._options = filter_options(self.rows[1])
             return self._options
+
+    def api_body(self, budget: int) -> tuple[bytes, int]:
+        """/api/v1/fleet's JSON: the leading nodes that fit `budget` bytes, and how many were
+        left out (each node serialized once; the answer is kept for the snapshot's life)."""
+        with self.lock:
+            if self._api is None or self._api[0] != budget:
+                self._api = (budget, *_nodes_json(fleet.views_of(*self.rows), budget))
+            return self._api[1], self._api[2]
 
     def filtered_grid(self, flt: FleetFilter) -> Grid:
         """The grid of the GPUs that pass `flt` (built per request: filters vary)."""

@@ -157,3 +157,20 @@ def test_fleet_cache_serves_one_snapshot_for_its_ttl_then_builds_a_new_one(
     off = FleetCache(ttl_s=0)
     assert off.snapshot(None, settings=None, now=0) is not off.snapshot(None, settings=None, now=0)  # type: ignore[arg-type]
     assert len(builds) == 4
+
+
+def test_fleet_api_body_is_the_views_json_cut_at_the_byte_budget_with_the_rest_counted() -> None:
+    import orjson
+
+    from timeline.fleet import views_of
+
+    inputs, failing = _fleet(2)
+    snap = FleetSnapshot(classify_inputs(inputs, now=NOW, failing=failing))
+    views = json.loads(orjson.dumps(views_of(*snap.rows)))
+    body, left_out = snap.api_body(10_000_000)
+    assert json.loads(body) == views and left_out == 0
+    sizes = [len(orjson.dumps(v)) for v in views]
+    budget = sum(sizes[:3]) + sizes[3] // 2  # three nodes fit, the fourth does not
+    body, left_out = snap.api_body(budget)
+    assert json.loads(body) == views[:3] and left_out == len(views) - 3
+    assert snap.api_body(budget)[0] is body  # kept for the snapshot's life
