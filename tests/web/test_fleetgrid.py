@@ -174,3 +174,29 @@ def test_fleet_api_body_is_the_views_json_cut_at_the_byte_budget_with_the_rest_c
     body, left_out = snap.api_body(budget)
     assert json.loads(body) == views[:3] and left_out == len(views) - 3
     assert snap.api_body(budget)[0] is body  # kept for the snapshot's life
+
+
+def test_concurrent_heatmap_misses_wait_for_one_build() -> None:
+    import threading
+
+    from web.api.heatmap import _Cache
+
+    cache, builds, started = _Cache(), [], threading.Event()
+
+    def build() -> dict[str, Any]:
+        builds.append(1)
+        started.set()
+        time.sleep(0.2)
+        return {"nodes": ["n1"]}
+
+    answers: list[dict[str, Any]] = []
+    threads = [
+        threading.Thread(target=lambda: answers.append(cache.get_or_build(1.0, NOW, build)))
+        for _ in range(4)
+    ]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(builds) == 1 and answers == [{"nodes": ["n1"]}] * 4
+    assert cache.get_or_build(1.0, NOW + 31, build) == {"nodes": ["n1"]} and len(builds) == 2

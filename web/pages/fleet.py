@@ -56,7 +56,8 @@ def fleet_data(
         "grid_json": grid.script_json(),
         "gpu_count": sum(grid.counts.values()),
         "flt": flt,
-        "plotly": True,
+        # Only the heatmap, drawn after the page is shown: Plotly must not hold up the grid.
+        "plotly": "defer",
         "options": snap.options(),
         "incidents": incidents.list_incidents(session, state="open", limit=20),
         "now": now,
