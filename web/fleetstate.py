@@ -6,21 +6,24 @@ timeline only joins it with telemetry and allocations.
 
 from __future__ import annotations
 
+import logging
+import math
 import threading
 import time
 from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, sessionmaker
 
 from correlator import service as incidents
-from timeline import fleet
+from timeline import db, fleet
 from timeline.fleet import Classified, NodeView
 from timeline.history import Holder
 from timeline.settings import Settings
 from web.fleetgrid import STATE_CODES, Grid, build_grid
 
+log = logging.getLogger(__name__)
 __all__ = ["STATE_CODES", "FleetCache", "FleetFilter", "FleetSnapshot", "filter_options"]
 
 
@@ -130,13 +133,19 @@ class FleetCache:
 
     Telemetry arrives every ~10 s, so a few seconds of reuse changes nothing a person sees,
     while many viewers and scrapers no longer multiply the cost of classifying 10k+ GPUs.
-    A ttl of 0 turns it off.
+    With a session factory, a snapshot past its ttl is still served while one background
+    thread builds the next (at 100k GPUs a build takes seconds: no request waits for it);
+    past `STALE_LIMIT` ttls it is rebuilt in the caller. A ttl of 0 turns it off.
     """
 
-    def __init__(self, ttl_s: float) -> None:
+    STALE_LIMIT = 3.0
+
+    def __init__(self, ttl_s: float, factory: sessionmaker[Session] | None = None) -> None:
         self.ttl_s = ttl_s
+        self.factory = factory
         self.lock = threading.Lock()
         self.value: FleetSnapshot | None = None
+        self.refreshing = False
 
     def snapshot(self, session: Session, *, settings: Settings, now: float) -> FleetSnapshot:
         """The classified fleet, rebuilt when older than the ttl (one builder at a time)."""
@@ -145,11 +154,40 @@ class FleetCache:
                 classified_rows(session, settings=settings, now=now), time.monotonic()
             )
         with self.lock:  # concurrent misses wait for one rebuild instead of each doing it
-            if self.value is None or time.monotonic() - self.value.built >= self.ttl_s:
-                rows = classified_rows(session, settings=settings, now=now)
-                # Stamped when built: a build slower than the ttl is still reused for a ttl.
-                self.value = FleetSnapshot(rows, time.monotonic())
+            value = self.value
+            age = math.inf if value is None else time.monotonic() - value.built
+            if value is not None and age < self.ttl_s:
+                return value
+            if (
+                value is not None
+                and self.factory is not None
+                and age < self.ttl_s * self.STALE_LIMIT
+            ):
+                if not self.refreshing:
+                    self.refreshing = True
+                    threading.Thread(
+                        target=self._refresh, args=(settings,), name="fleet-cache", daemon=True
+                    ).start()
+                return value
+            rows = classified_rows(session, settings=settings, now=now)
+            # Stamped when built: a build slower than the ttl is still reused for a ttl.
+            self.value = FleetSnapshot(rows, time.monotonic())
             return self.value
+
+    def _refresh(self, settings: Settings) -> None:
+        assert self.factory is not None
+        try:
+            with db.reading(self.factory) as session:
+                snap = FleetSnapshot(classified_rows(session, settings=settings, now=time.time()))
+            snap.grid()  # the page's payload too, so that no request builds it
+            snap.built = time.monotonic()
+            with self.lock:
+                self.value = snap
+        except Exception:  # the next request past the ttl tries again; the page keeps working
+            log.exception("fleet cache refresh failed")
+        finally:
+            with self.lock:
+                self.refreshing = False
 
     def rows(
         self, session: Session, *, settings: Settings, now: float

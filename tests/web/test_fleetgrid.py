@@ -200,3 +200,44 @@ def test_concurrent_heatmap_misses_wait_for_one_build() -> None:
         t.join()
     assert len(builds) == 1 and answers == [{"nodes": ["n1"]}] * 4
     assert cache.get_or_build(1.0, NOW + 31, build) == {"nodes": ["n1"]} and len(builds) == 2
+
+
+def test_fleet_cache_serves_a_stale_snapshot_while_one_background_build_replaces_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import contextlib
+    import threading
+
+    from web import fleetstate
+
+    release, builds = threading.Event(), []
+
+    def fake_rows(session: Any, *, settings: Any, now: float) -> Any:
+        builds.append(threading.current_thread().name)
+        if len(builds) == 2:
+            assert release.wait(5)  # the background build is slow
+        inputs, failing = _fleet(len(builds))
+        return classify_inputs(inputs, now=NOW, failing=failing)
+
+    monkeypatch.setattr(fleetstate, "classified_rows", fake_rows)
+    clock = [100.0]
+    monkeypatch.setattr(fleetstate.time, "monotonic", lambda: clock[0])
+    cache = FleetCache(ttl_s=5, factory=lambda: contextlib.nullcontext())  # type: ignore[arg-type,return-value]
+
+    def get() -> FleetSnapshot:
+        return cache.snapshot(None, settings=None, now=0)  # type: ignore[arg-type]
+
+    first = get()
+    clock[0] += 6  # past the ttl: served as is, and one build starts in the background
+    assert get() is first and get() is first
+    assert builds == ["MainThread", "fleet-cache"] and cache.refreshing
+    release.set()
+    for _ in range(500):
+        if not cache.refreshing:
+            break
+        time.sleep(0.01)
+    second = get()
+    assert second is not first and second.rows[1] != first.rows[1] and len(builds) == 2
+    assert second._grid is not None  # the grid was built in the background too
+    clock[0] += 5 * FleetCache.STALE_LIMIT  # far too old: rebuilt in the caller, not served
+    assert get() is not second and builds[-1] == "MainThread"
