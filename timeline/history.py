@@ -210,34 +210,16 @@ class Holder(NamedTuple):
     partition: str | None
 
 
-_ID_CHUNK = 2000  # ids per IN (...): far below SQLite's and PostgreSQL's parameter limits
-
-
 def holders_at(session: Session, *, at: float) -> list[Holder]:
     """Who holds which GPU (or whole node) at `at`: a narrow read of the open allocations
     for the fleet grid (10k GPUs: one small tuple each)."""
     a, j = t.allocations, t.jobs
-    open_now = (
-        select(a.c.node, a.c.gpu_index, a.c.job_id, a.c.scheduler)
+    stmt = (
+        select(a.c.node, a.c.gpu_index, a.c.job_id, j.c.user, j.c.account, j.c.partition)
+        .join(j, and_(a.c.job_id == j.c.job_id, a.c.scheduler == j.c.scheduler))
         .where(a.c.start_ts <= at, or_(a.c.end_ts.is_(None), a.c.end_ts > at))
-    )  # fmt: skip
-    allocs = session.execute(open_now).all()
-    # The jobs are read by id in a second step, not joined: a join lets the planner hash the
-    # whole jobs table (PostgreSQL did, with 100k finished jobs), which grows with history.
-    ids = sorted({row[2] for row in allocs})
-    jobs: dict[tuple[str, str], tuple[str | None, str | None, str | None]] = {}
-    for i in range(0, len(ids), _ID_CHUNK):
-        stmt = select(j.c.job_id, j.c.scheduler, j.c.user, j.c.account, j.c.partition).where(
-            j.c.job_id.in_(ids[i : i + _ID_CHUNK])
-        )
-        for job_id, scheduler, user, account, partition in session.execute(stmt).all():
-            jobs[(job_id, scheduler)] = (user, account, partition)
-    out = []
-    for node, gpu_index, job_id, scheduler in allocs:
-        found = jobs.get((job_id, scheduler))
-        if found is not None:  # as the join did: an allocation of an unknown job holds nothing
-            out.append(Holder(node, gpu_index, job_id, *found))
-    return out
+    )
+    return [Holder(*row) for row in session.execute(stmt).all()]
 
 
 def node_states(session: Session) -> list[dict[str, Any]]:
