@@ -15,7 +15,7 @@ from typing import Any
 import orjson
 from markupsafe import Markup
 
-from timeline.fleet import Classified, GpuState, NodeView
+from timeline.fleet import Classified, GpuState, NodeView, bulk_allocation
 from timeline.history import Holder
 
 STATE_CODES = {
@@ -94,6 +94,11 @@ def build_grid(
     nodes: dict[str, NodeView], gpus: list[Classified], keep: Keep | None = None
 ) -> Grid:
     """The grid of the classified GPUs that `keep` passes (all when None), nodes by name."""
+    with bulk_allocation():
+        return _build_grid(nodes, gpus, keep)
+
+
+def _build_grid(nodes: dict[str, NodeView], gpus: list[Classified], keep: Keep | None) -> Grid:
     groups: dict[str, int] = {}
     jobs: dict[str, int] = {}
     job_rows: list[list[str]] = []

@@ -241,3 +241,25 @@ def test_fleet_cache_serves_a_stale_snapshot_while_one_background_build_replaces
     assert second._grid is not None  # the grid was built in the background too
     clock[0] += 5 * FleetCache.STALE_LIMIT  # far too old: rebuilt in the caller, not served
     assert get() is not second and builds[-1] == "MainThread"
+
+
+def test_bulk_allocation_pauses_cyclic_gc_and_always_restores_it() -> None:
+    import gc
+
+    from timeline.fleet import bulk_allocation
+
+    assert gc.isenabled()
+    with pytest.raises(RuntimeError), bulk_allocation():
+        assert not gc.isenabled()
+        raise RuntimeError("boom")
+    assert gc.isenabled()
+    gc.disable()  # someone else paused it: left paused
+    try:
+        with bulk_allocation():
+            pass
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+    inputs, failing = _fleet(0)
+    build_grid(*classify_inputs(inputs, now=NOW, failing=failing))
+    assert gc.isenabled()
