@@ -34,7 +34,7 @@ def _median_ms(fn: Callable[[], T], n: int) -> tuple[float, T]:
 def fleet_stages(factory: sessionmaker[Session], *, now: float, n: int) -> dict[str, Any]:
     """Median ms of each stage of the fleet page, keys `fleet_stage_<stage>_ms`."""
     out: dict[str, Any] = {}
-    with factory() as s:
+    with factory() as s, fleet.bulk_allocation():  # as fleet.read_inputs reads them
         out["latest"], latest = _median_ms(lambda: fleet.read_latest(s), n)
         out["holders"], holders = _median_ms(lambda: history.holders_at(s, at=now), n)
         out["nodes"], nodes = _median_ms(lambda: history.node_states(s), n)

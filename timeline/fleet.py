@@ -213,8 +213,10 @@ def read_latest(session: Session) -> list[dict[str, Any]]:
 
 def read_inputs(session: Session, *, now: float) -> FleetInputs:
     """The three reads behind the fleet grid (each a narrow read of current state)."""
-    latest = read_latest(session)
-    return FleetInputs(latest, history.holders_at(session, at=now), history.node_states(session))
+    with bulk_allocation():  # rows per GPU and per allocation, all kept
+        latest = read_latest(session)
+        holders = history.holders_at(session, at=now)
+        return FleetInputs(latest, holders, history.node_states(session))
 
 
 def classify_all(
