@@ -26,6 +26,7 @@ from sqlalchemy import insert
 from sqlalchemy.orm import Session, sessionmaker
 
 import timeline.deliveries  # noqa: F401  (registers the notifications table)
+from benchmarks.fleet_stages import fleet_stages
 from correlator import tables as ct
 from timeline import db, rollups
 from timeline import tables as t
@@ -202,6 +203,8 @@ def _measure(url: str, fleet: dict[str, Any], n: int) -> dict[str, Any]:
     )
     out: dict[str, Any] = {}
     with TestClient(create_app(settings)) as client:
+        factory = client.app.state.session_factory  # type: ignore[attr-defined]
+        out |= fleet_stages(factory, now=time.time(), n=max(n // 2, 3))
         fleet_times, size = _time(client.get, "/", n)
         out.update(
             fleet_page_p50_ms=_p(fleet_times, 0.5),

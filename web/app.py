@@ -104,7 +104,7 @@ def create_app(
     app.state.engine = engine
     app.state.session_factory = factory
     app.state.write_lock = db.write_lock(engine, settings.database_busy_timeout_s)
-    app.state.fleet_cache = cache = FleetCache(settings.fleet_cache_s)
+    app.state.fleet_cache = cache = FleetCache(settings.fleet_cache_s, factory)
     app.state.metrics = ServerMetrics(leader, registry=registry)
     app.state.metrics.registry.register(DashboardCollector(factory, settings, cache))
     app.state.metrics.registry.register(HealerCollector(factory))

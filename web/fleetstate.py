@@ -6,26 +6,25 @@ timeline only joins it with telemetry and allocations.
 
 from __future__ import annotations
 
+import logging
+import math
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy.orm import Session
+import orjson
+from sqlalchemy.orm import Session, sessionmaker
 
 from correlator import service as incidents
-from timeline import fleet
-from timeline.fleet import Classified, GpuState, NodeView
+from timeline import db, fleet
+from timeline.fleet import Classified, NodeView
 from timeline.history import Holder
 from timeline.settings import Settings
+from web.fleetgrid import STATE_CODES, Grid, build_grid
 
-STATE_CODES = {
-    GpuState.BUSY: "b",
-    GpuState.IDLE_ALLOCATED: "i",
-    GpuState.FREE: "f",
-    GpuState.FAILING: "x",
-    GpuState.STALE: "s",
-}
+log = logging.getLogger(__name__)
+__all__ = ["STATE_CODES", "FleetCache", "FleetFilter", "FleetSnapshot", "filter_options"]
 
 
 def classified_rows(
@@ -68,7 +67,7 @@ class FleetFilter:
 
 def filter_options(gpus: list[Classified]) -> dict[str, list[str]]:
     """The values each filter can take, from the unfiltered fleet."""
-    allocs = [a for _, a, _, _ in gpus if a is not None]
+    allocs = {a for _, a, _, _ in gpus if a is not None}  # holders repeat per GPU: dedupe first
     return {
         "partitions": sorted({a.partition for a in allocs if a.partition}),
         "users": sorted({a.user for a in allocs if a.user}),
@@ -77,28 +76,121 @@ def filter_options(gpus: list[Classified]) -> dict[str, list[str]]:
     }
 
 
+def _nodes_json(views: list[NodeView], budget: int) -> tuple[bytes, int]:
+    parts: list[bytes] = []
+    total = 0
+    for i, view in enumerate(views):
+        part = orjson.dumps(view)
+        total += len(part)
+        if total > budget:
+            return b"[" + b",".join(parts) + b"]", len(views) - i
+        parts.append(part)
+    return b"[" + b",".join(parts) + b"]", 0
+
+
+@dataclass
+class FleetSnapshot:
+    """One classification of the fleet and what the fleet page derives from it, each derived
+    value built at most once per snapshot (so a cached snapshot serves the page cheaply)."""
+
+    rows: tuple[dict[str, NodeView], list[Classified]]
+    built: float = 0.0  # time.monotonic() when classified
+    lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    _grid: Grid | None = None
+    _options: dict[str, list[str]] | None = None
+    _api: tuple[int, bytes, int] | None = None
+
+    def grid(self) -> Grid:
+        """The unfiltered grid (payload serialized once, on first use)."""
+        with self.lock:
+            if self._grid is None:
+                self._grid = build_grid(*self.rows)
+                self._grid.script_json()
+            return self._grid
+
+    def options(self) -> dict[str, list[str]]:
+        """The values each filter can take."""
+        with self.lock:
+            if self._options is None:
+                self._options = filter_options(self.rows[1])
+            return self._options
+
+    def api_body(self, budget: int) -> tuple[bytes, int]:
+        """/api/v1/fleet's JSON: the leading nodes that fit `budget` bytes, and how many were
+        left out (each node serialized once; the answer is kept for the snapshot's life)."""
+        with self.lock:
+            if self._api is None or self._api[0] != budget:
+                self._api = (budget, *_nodes_json(fleet.views_of(*self.rows), budget))
+            return self._api[1], self._api[2]
+
+    def filtered_grid(self, flt: FleetFilter) -> Grid:
+        """The grid of the GPUs that pass `flt` (built per request: filters vary)."""
+        return self.grid() if not flt.active() else build_grid(*self.rows, keep=flt.keeps)
+
+
 class FleetCache:
     """The classified fleet, shared by every page view, API call and scrape for `ttl_s`.
 
     Telemetry arrives every ~10 s, so a few seconds of reuse changes nothing a person sees,
     while many viewers and scrapers no longer multiply the cost of classifying 10k+ GPUs.
-    A ttl of 0 turns it off.
+    With a session factory, a snapshot past its ttl is still served while one background
+    thread builds the next (at 100k GPUs a build takes seconds: no request waits for it);
+    past `STALE_LIMIT` ttls it is rebuilt in the caller. A ttl of 0 turns it off.
     """
 
-    def __init__(self, ttl_s: float) -> None:
+    STALE_LIMIT = 3.0
+
+    def __init__(self, ttl_s: float, factory: sessionmaker[Session] | None = None) -> None:
         self.ttl_s = ttl_s
+        self.factory = factory
         self.lock = threading.Lock()
-        self.value: tuple[float, tuple[dict[str, NodeView], list[Classified]]] | None = None
+        self.value: FleetSnapshot | None = None
+        self.refreshing = False
+
+    def snapshot(self, session: Session, *, settings: Settings, now: float) -> FleetSnapshot:
+        """The classified fleet, rebuilt when older than the ttl (one builder at a time)."""
+        if self.ttl_s <= 0:
+            return FleetSnapshot(
+                classified_rows(session, settings=settings, now=now), time.monotonic()
+            )
+        with self.lock:  # concurrent misses wait for one rebuild instead of each doing it
+            value = self.value
+            age = math.inf if value is None else time.monotonic() - value.built
+            if value is not None and age < self.ttl_s:
+                return value
+            if (
+                value is not None
+                and self.factory is not None
+                and age < self.ttl_s * self.STALE_LIMIT
+            ):
+                if not self.refreshing:
+                    self.refreshing = True
+                    threading.Thread(
+                        target=self._refresh, args=(settings,), name="fleet-cache", daemon=True
+                    ).start()
+                return value
+            rows = classified_rows(session, settings=settings, now=now)
+            # Stamped when built: a build slower than the ttl is still reused for a ttl.
+            self.value = FleetSnapshot(rows, time.monotonic())
+            return self.value
+
+    def _refresh(self, settings: Settings) -> None:
+        assert self.factory is not None
+        try:
+            with db.reading(self.factory) as session:
+                snap = FleetSnapshot(classified_rows(session, settings=settings, now=time.time()))
+            snap.grid()  # the page's payload too, so that no request builds it
+            snap.built = time.monotonic()
+            with self.lock:
+                self.value = snap
+        except Exception:  # the next request past the ttl tries again; the page keeps working
+            log.exception("fleet cache refresh failed")
+        finally:
+            with self.lock:
+                self.refreshing = False
 
     def rows(
         self, session: Session, *, settings: Settings, now: float
     ) -> tuple[dict[str, NodeView], list[Classified]]:
-        """The classified rows, rebuilt when older than the ttl (one builder at a time)."""
-        if self.ttl_s <= 0:
-            return classified_rows(session, settings=settings, now=now)
-        with self.lock:  # concurrent misses wait for one rebuild instead of each doing it
-            if self.value is None or time.monotonic() - self.value[0] >= self.ttl_s:
-                rows = classified_rows(session, settings=settings, now=now)
-                # Stamped when built: a build slower than the ttl is still reused for a ttl.
-                self.value = (time.monotonic(), rows)
-            return self.value[1]
+        """The classified rows (nodes, GPUs) of the current snapshot."""
+        return self.snapshot(session, settings=settings, now=now).rows

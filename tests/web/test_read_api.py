@@ -123,6 +123,8 @@ def test_fleet_page_renders_grid_and_heatmap(client: TestClient, auth: dict[str,
     grid = json.loads(found.group(1))
     assert [n[0] for n in grid["nodes"]] == ["gpu-node-01"] and grid["nodes"][0][3] == "bifx"
     assert 'id="heatmap" data-src="/api/v1/fleet/heatmap?hours=1"' in html
+    # Plotly (only the heatmap needs it) loads without holding up the page; data comes later.
+    assert '<script src="/static/plotly.min.js" defer></script>' in html
     assert "fallen off the bus" in html
     heat = client.get("/api/v1/fleet/heatmap").json()
     assert heat["nodes"] == ["gpu-node-01"] and heat["spans"][0][0][2] == "job 4242 (alice)"

@@ -9,6 +9,7 @@ from __future__ import annotations
 import threading
 import time
 from collections import defaultdict
+from collections.abc import Callable
 from typing import Any
 
 from fastapi import APIRouter, Depends, Query, Request
@@ -57,6 +58,7 @@ def heatmap(session: Session, *, hours: float, now: float) -> dict[str, Any]:
 class _Cache:
     def __init__(self) -> None:
         self.lock = threading.Lock()
+        self.building = threading.Lock()
         self.entries: dict[float, tuple[float, dict[str, Any]]] = {}
 
     def get(self, key: float, now: float) -> dict[str, Any] | None:
@@ -67,6 +69,18 @@ class _Cache:
     def put(self, key: float, now: float, value: dict[str, Any]) -> None:
         with self.lock:
             self.entries[key] = (now, value)
+
+    def get_or_build(
+        self, key: float, now: float, build: Callable[[], dict[str, Any]]
+    ) -> dict[str, Any]:
+        """The cached answer, or one built now; concurrent misses wait for one build (each
+        open fleet page asks at once, and a cold build reads an hour of samples)."""
+        with self.building:
+            hit = self.get(key, now)
+            if hit is None:
+                hit = build()
+                self.put(key, now, hit)
+            return hit
 
 
 def _cache_of(request: Request) -> _Cache:
@@ -86,6 +100,6 @@ async def fleet_heatmap(
     hit = cache.get(hours, now)
     if hit is not None:
         return hit
-    value = await read_session(request, lambda s: heatmap(s, hours=hours, now=now))
-    cache.put(hours, now, value)
-    return value
+    return await read_session(
+        request, lambda s: cache.get_or_build(hours, now, lambda: heatmap(s, hours=hours, now=now))
+    )

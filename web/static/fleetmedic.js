@@ -14,6 +14,11 @@ function jsonOf(id) {
   return el ? JSON.parse(el.textContent) : null;
 }
 
+// A grid node is [name, group, drained, states, utils, refs, indexes]; refs is one number when
+// every GPU of the node has the same job (-1: none), indexes null when they are 0, 1, 2, ...
+function jobRef(n, i) { return typeof n[5] === "number" ? n[5] : n[5][i]; }
+function gpuIndex(n, i) { return n[6] === null ? i : n[6][i]; }
+
 function layoutNodes(nodes, width) {
   // Few nodes: one labelled row each. Many: compact blocks that wrap (10k GPUs fit a screen).
   const rows = nodes.length <= 64;
@@ -74,8 +79,8 @@ function fleetGrid() {
     canvas.addEventListener("mousemove", (ev) => {
       const hit = hitTest(canvas, ev);
       if (!hit) { tip.style.display = "none"; return; }
-      const n = hit.node, s = n[3][hit.i], u = n[4][hit.i], j = n[5][hit.i];
-      let text = n[0] + " GPU " + n[6][hit.i] + " · " + grid.labels[s];
+      const n = hit.node, s = n[3][hit.i], u = n[4][hit.i], j = jobRef(n, hit.i);
+      let text = n[0] + " GPU " + gpuIndex(n, hit.i) + " · " + grid.labels[s];
       if (u >= 0) text += " · util " + u + "%";
       if (j >= 0) text += " · job " + grid.jobs[j][0] + " (" + (grid.jobs[j][1] || "?") + ")";
       if (n[2]) text += n[2] === 2 ? " · drained by fleetmedic" : " · drained";
@@ -85,7 +90,7 @@ function fleetGrid() {
     canvas.addEventListener("mouseleave", () => { tip.style.display = "none"; });
     canvas.addEventListener("click", (ev) => {
       const hit = hitTest(canvas, ev);
-      if (hit) window.location.href = "/nodes/" + encodeURIComponent(hit.node[0]) + "#gpu-" + hit.node[6][hit.i];
+      if (hit) window.location.href = "/nodes/" + encodeURIComponent(hit.node[0]) + "#gpu-" + gpuIndex(hit.node, hit.i);
     });
   });
 }

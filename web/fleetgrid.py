@@ -1,0 +1,155 @@
+"""The fleet grid as the page's canvas script draws it: compact arrays, a few bytes per GPU.
+
+Each node is [name, group index, drained (0 no, 1 by a person, 2 by us), state letters,
+utilizations (-1 unknown), job refs, GPU indexes]; jobs are [job id, user]. Two run-length
+shortcuts keep 10k-100k GPUs small: job refs is one number when every GPU of the node has the
+same (-1: none), and GPU indexes is null when they are 0, 1, 2, ... in order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+from markupsafe import Markup
+
+from timeline.fleet import Classified, GpuState, NodeView, bulk_allocation
+from timeline.history import Holder
+
+STATE_CODES = {
+    GpuState.BUSY: "b",
+    GpuState.IDLE_ALLOCATED: "i",
+    GpuState.FREE: "f",
+    GpuState.FAILING: "x",
+    GpuState.STALE: "s",
+}
+STATE_COLORS = {
+    GpuState.BUSY: "#2e7d32",
+    GpuState.IDLE_ALLOCATED: "#f9a825",
+    GpuState.FREE: "#90a4ae",
+    GpuState.FAILING: "#c62828",
+    GpuState.STALE: "#5d4037",
+}
+STATE_LABELS = {
+    GpuState.BUSY: "busy",
+    GpuState.IDLE_ALLOCATED: "allocated but idle",
+    GpuState.FREE: "free",
+    GpuState.FAILING: "failing",
+    GpuState.STALE: "no telemetry",
+}
+Keep = Callable[[dict[str, Any], Holder | None], bool]
+
+
+@dataclass
+class Grid:
+    """The grid's payload, its counts by state, and its drained nodes."""
+
+    groups: list[str]
+    nodes: list[list[Any]]
+    jobs: list[list[str]]
+    counts: dict[GpuState, int]
+    drained_ours: int = 0
+    drained_people: int = 0
+    _json: Markup | None = field(default=None, repr=False)
+
+    def payload(self) -> dict[str, Any]:
+        """The JSON the page embeds."""
+        return {
+            "groups": self.groups,
+            "nodes": self.nodes,
+            "jobs": self.jobs,
+            "colors": {STATE_CODES[s]: c for s, c in STATE_COLORS.items()},
+            "labels": {STATE_CODES[s]: lbl for s, lbl in STATE_LABELS.items()},
+        }
+
+    def script_json(self) -> Markup:
+        """The payload as JSON safe inside a <script> element (serialized once per grid)."""
+        if self._json is None:
+            # Imported here: web.pages imports this module (through the fleet page).
+            from web.pages.templating import script_safe
+
+            self._json = Markup(script_safe(orjson.dumps(self.payload()).decode()))
+        return self._json
+
+
+def _new_entry(node: NodeView, groups: dict[str, int]) -> list[Any]:
+    gi = groups.setdefault(node.group, len(groups))
+    drained = 2 if node.drained_by_us else 1 if node.drained else 0
+    return [node.name, gi, drained, [], [], [], []]
+
+
+def _compact(entry: list[Any]) -> list[Any]:
+    states, refs, indexes = entry[3], entry[5], entry[6]
+    entry[3] = "".join(states)
+    if len(set(refs)) == 1:
+        entry[5] = refs[0]
+    if indexes == list(range(len(indexes))):
+        entry[6] = None
+    return entry
+
+
+def build_grid(
+    nodes: dict[str, NodeView], gpus: list[Classified], keep: Keep | None = None
+) -> Grid:
+    """The grid of the classified GPUs that `keep` passes (all when None), nodes by name."""
+    with bulk_allocation():
+        return _build_grid(nodes, gpus, keep)
+
+
+def _build_grid(nodes: dict[str, NodeView], gpus: list[Classified], keep: Keep | None) -> Grid:
+    groups: dict[str, int] = {}
+    jobs: dict[str, int] = {}
+    job_rows: list[list[str]] = []
+    rows: dict[str, list[Any]] = {}
+    counts = dict.fromkeys(GpuState, 0)
+    codes = STATE_CODES
+    current, st, ut, rf, ix = None, [], [], [], []  # the lists of the node being filled
+    for row, alloc, _, state in gpus:  # hot loop: once per GPU
+        if keep is not None and not keep(row, alloc):
+            continue
+        name = row["node"]
+        if name != current:
+            entry = rows.get(name)
+            if entry is None:
+                entry = rows[name] = _new_entry(nodes[name], groups)
+            current, st, ut, rf, ix = name, entry[3], entry[4], entry[5], entry[6]
+        st.append(codes[state])
+        util = row.get("util_gpu")
+        ut.append(-1 if util is None else round(util))
+        if alloc is None:
+            rf.append(-1)
+        else:
+            ref = jobs.get(alloc.job_id)
+            if ref is None:
+                ref = jobs[alloc.job_id] = len(job_rows)
+                job_rows.append([alloc.job_id, alloc.user or ""])
+            rf.append(ref)
+        index = row["index"]
+        ix.append(len(ix) if index is None else index)
+        counts[state] += 1
+    entries = [_compact(rows[n]) for n in sorted(rows)]
+    return Grid(
+        groups=list(groups),
+        nodes=entries,
+        jobs=job_rows,
+        counts=counts,
+        drained_ours=sum(1 for e in entries if e[2] == 2),
+        drained_people=sum(1 for e in entries if e[2] == 1),
+    )
+
+
+def decode_node(entry: list[Any]) -> list[tuple[int, str, int, int]]:
+    """(GPU index, state letter, utilization, job ref) for each GPU of one grid node: what
+    the page's script reads from the compact form (tests check the two agree)."""
+    states, utils, refs, indexes = entry[3], entry[4], entry[5], entry[6]
+    return [
+        (
+            i if indexes is None else indexes[i],
+            states[i],
+            utils[i],
+            refs if isinstance(refs, int) else refs[i],
+        )
+        for i in range(len(states))
+    ]
