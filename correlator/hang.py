@@ -19,6 +19,7 @@ from correlator.holdings import JobRef, held_gpus
 from correlator.incidents import IncidentBook, fingerprint
 from correlator.models import AffectedJob, Incident, IncidentState
 from correlator.sql import among
+from timeline import samples
 from timeline import tables as t
 from timeline.models import EventKind
 from timeline.settings import Settings
@@ -118,20 +119,20 @@ def _windows(session: Session, uuids: set[str], since: float, until: float) -> d
     """Per GPU: first/last sample time, lowest utilization, lowest/highest power in the window."""
     if not uuids:
         return {}
-    s = t.samples
-    stmt = (
-        select(
-            s.c.gpu_uuid, func.min(s.c.ts), func.max(s.c.ts), func.min(s.c.util_gpu),
-            func.min(s.c.power_w), func.max(s.c.power_w), func.count(),
-            func.count(s.c.util_gpu), func.count(s.c.power_w),
-        )
-        .where(among(session, s.c.gpu_uuid, uuids), s.c.ts >= since, s.c.ts <= until)
-        .group_by(s.c.gpu_uuid)
-    )  # fmt: skip
+    stats = samples.store().window_stats(
+        session, uuids=sorted(uuids), since=since, until=until, fields=["util_gpu", "power_w"]
+    )
     out = {}
-    for uuid, lo, hi, util, pmin, pmax, count, n_util, n_power in session.execute(stmt).all():
-        full_util, full_power = n_util == count, n_power == count
-        out[uuid] = Window(lo, hi, util if full_util else None, pmin, pmax if full_power else None)
+    for uuid, w in stats.items():
+        util, power = w.fields["util_gpu"], w.fields["power_w"]
+        full_util, full_power = util.count == w.count, power.count == w.count
+        out[uuid] = Window(
+            w.first_ts,
+            w.last_ts,
+            util.min if full_util else None,
+            power.min,
+            power.max if full_power else None,
+        )
     return out
 
 

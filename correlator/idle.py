@@ -4,14 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from correlator import service
 from correlator.holdings import held_gpus
 from correlator.models import IdleFinding, IncidentState
-from correlator.sql import among
-from timeline import tables as t
+from timeline import samples
 from timeline.settings import Settings
 
 
@@ -30,23 +28,19 @@ def _allocated_gpus(session: Session, now: float) -> dict[tuple[str, str], dict[
 def _window_stats(
     session: Session, uuids: list[str], since: float, until: float, threshold: float
 ) -> dict[str, tuple[float, float, float | None, float | None]]:
-    """uuid -> (first ts, last ts, newest busy ts or None, max util) of samples in the window."""
-    s = t.samples
-    base = [among(session, s.c.gpu_uuid, uuids), s.c.ts >= since, s.c.ts <= until]
-    base.append(s.c.util_gpu.is_not(None))
-    busy = dict(
-        session.execute(
-            select(s.c.gpu_uuid, func.max(s.c.ts))
-            .where(*base, s.c.util_gpu > threshold)
-            .group_by(s.c.gpu_uuid)
-        ).all()
+    """uuid -> (first ts, last ts, newest busy ts or None, max util) of samples in the window
+    that carry a utilization."""
+    store = samples.store()
+    stats = store.window_stats(session, uuids=uuids, since=since, until=until, fields=["util_gpu"])
+    busy = store.last_above(
+        session, uuids=uuids, since=since, until=until, field="util_gpu", threshold=threshold
     )
-    stmt = (
-        select(s.c.gpu_uuid, func.min(s.c.ts), func.max(s.c.ts), func.max(s.c.util_gpu))
-        .where(*base)
-        .group_by(s.c.gpu_uuid)
-    )
-    return {u: (lo, hi, busy.get(u), mx) for u, lo, hi, mx in session.execute(stmt).all()}
+    out = {}
+    for uuid, w in stats.items():
+        util = w.fields["util_gpu"]
+        if util.count and util.first_ts is not None and util.last_ts is not None:
+            out[uuid] = (util.first_ts, util.last_ts, busy.get(uuid), util.max)
+    return out
 
 
 def _account(finding: IdleFinding, *, end: float, cost_per_hour: float) -> None:

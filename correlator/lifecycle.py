@@ -11,6 +11,7 @@ from correlator.attribution import RUNNING_STATES
 from correlator.incidents import IncidentBook
 from correlator.models import Incident, IncidentState
 from correlator.sql import among
+from timeline import samples
 from timeline import tables as t
 from timeline.settings import Settings
 
@@ -47,14 +48,15 @@ def _gpus_busy_since(
     if not uuids:
         return {}
     since = min(i.last_seen_ts for i in incidents)
-    s = t.samples
-    stmt = (
-        select(s.c.gpu_uuid, func.max(s.c.ts))
-        .where(among(session, s.c.gpu_uuid, uuids), s.c.ts > since, s.c.ts <= now)
-        .where(s.c.util_gpu >= busy_util)
-        .group_by(s.c.gpu_uuid)
+    return samples.store().last_above(
+        session,
+        uuids=uuids,
+        field="util_gpu",
+        threshold=busy_util,
+        since=since,
+        until=now,
+        inclusive=True,
     )
-    return {u: float(ts) for u, ts in session.execute(stmt).all()}
 
 
 def _close(inc: Incident, ts: float, why: str) -> None:

@@ -9,17 +9,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
-from sqlalchemy import BigInteger, and_, cast, func, or_, select
+from sqlalchemy import and_, or_, select
 from sqlalchemy.orm import Session
 
+from timeline import samples
 from timeline import tables as t
 
 FAULT_KINDS = ("xid", "sxid", "gpu_lost", "ecc", "row_remap", "gsp", "pcie_aer", "nvlink")
 
 
-def _bucket(ts_col: Any, bucket_s: int) -> Any:
-    # SQLAlchemy 2's `//` is floor division on both backends (its `/` is true division).
-    return cast(ts_col, BigInteger) // bucket_s
+_SERIES = {"util": "util_gpu", "power": "power_w", "mem": "mem_used_mb"}
 
 
 def gpu_series(
@@ -31,42 +30,21 @@ def gpu_series(
     bucket_s: int,
 ) -> dict[str, list[dict[str, float | None]]]:
     """Per GPU: mean utilization, power and memory used per time bucket in [since, until)."""
-    if not uuids:
-        return {}
-    s = t.samples
-    b = _bucket(s.c.ts, bucket_s).label("b")
-    stmt = (
-        select(
-            s.c.gpu_uuid,
-            b,
-            func.avg(s.c.util_gpu),
-            func.avg(s.c.power_w),
-            func.avg(s.c.mem_used_mb),
-        )
-        .where(s.c.gpu_uuid.in_(list(uuids)), s.c.ts >= since, s.c.ts < until)
-        .group_by(s.c.gpu_uuid, b)
-        .order_by(s.c.gpu_uuid, b)
+    fields = list(_SERIES.values())
+    raw = samples.store().series(
+        session, uuids=uuids, since=since, until=until, bucket_s=bucket_s, fields=fields
     )
-    out: dict[str, list[dict[str, float | None]]] = {u: [] for u in uuids}
-    for uuid, bucket, util, power, mem in session.execute(stmt).all():
-        out[uuid].append(
-            {"ts": float(bucket) * bucket_s, "util": _f(util), "power": _f(power), "mem": _f(mem)}
-        )
-    return out
+    return {
+        uuid: [{"ts": p["ts"]} | {k: _f(p[f]) for k, f in _SERIES.items()} for p in points]
+        for uuid, points in raw.items()
+    }
 
 
 def node_utilization(
     session: Session, *, since: float, until: float, bucket_s: int
 ) -> list[tuple[str, float, float]]:
     """(node, bucket start, mean GPU utilization) over every node, for the fleet heatmap."""
-    s = t.samples
-    b = _bucket(s.c.ts, bucket_s).label("b")
-    stmt = (
-        select(s.c.node, b, func.avg(s.c.util_gpu))
-        .where(s.c.ts >= since, s.c.ts < until)
-        .group_by(s.c.node, b)
-    )
-    return [(n, float(bk) * bucket_s, float(u or 0.0)) for n, bk, u in session.execute(stmt).all()]
+    return samples.store().node_utilization(session, since=since, until=until, bucket_s=bucket_s)
 
 
 def allocations_between(

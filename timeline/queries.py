@@ -7,33 +7,23 @@ from typing import Any
 from sqlalchemy import and_, func, or_, select
 from sqlalchemy.orm import Session
 
+from timeline import samples
 from timeline import tables as t
 
 
 def latest_gpu_samples(session: Session, *, node: str | None = None) -> list[dict[str, Any]]:
     """Each known GPU with its newest sample (None fields where it has none)."""
-    newest = (
-        select(t.samples.c.gpu_uuid, func.max(t.samples.c.ts).label("ts"))
-        .group_by(t.samples.c.gpu_uuid)
-        .subquery()
-    )
-    sample_cols = [t.samples.c[f] for f in t.SAMPLE_FIELDS] + [t.samples.c.ts]
-    stmt = (
-        select(t.gpus, *sample_cols)
-        .select_from(t.gpus)
-        .outerjoin(newest, newest.c.gpu_uuid == t.gpus.c.uuid)
-        .outerjoin(
-            t.samples,
-            and_(t.samples.c.gpu_uuid == newest.c.gpu_uuid, t.samples.c.ts == newest.c.ts),
-        )
-        .order_by(t.gpus.c.node, t.gpus.c.index)
-    )
+    stmt = select(t.gpus).order_by(t.gpus.c.node, t.gpus.c.index)
     if node is not None:
         stmt = stmt.where(t.gpus.c.node == node)
-    out: dict[str, dict[str, Any]] = {}
-    for row in session.execute(stmt).mappings():
-        out.setdefault(row["uuid"], dict(row))  # ties on ts: keep one row per GPU
-    return list(out.values())
+    gpus = [dict(r) for r in session.execute(stmt).mappings()]
+    wanted = None if node is None else [g["uuid"] for g in gpus]
+    newest = samples.store().latest(session, uuids=wanted)
+    keys = (*t.SAMPLE_FIELDS, "ts")
+    for g in gpus:
+        found = newest.get(g["uuid"], {})
+        g.update((k, found.get(k)) for k in keys)
+    return gpus
 
 
 def events_in_window(

@@ -2,17 +2,16 @@
 
 from __future__ import annotations
 
-import operator
 import time
 from collections.abc import Iterable, Sequence
 from typing import Any, cast
 
-import orjson
 from sqlalchemy import Table, bindparam, func, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import CursorResult
 from sqlalchemy.orm import Session
 
+from timeline import samples
 from timeline import tables as t
 from timeline.bounds import MESSAGE_MAX, clean_text
 from timeline.errors import BatchConflict, BatchTooLarge
@@ -27,7 +26,6 @@ from timeline.models import (
     JobPatch,
     Node,
     RejectedItem,
-    Sample,
     Scheduler,
     Severity,
 )
@@ -66,7 +64,7 @@ def append_batch(
     upsert_nodes(session, nodes=batch.nodes, now=now)
     if batch.samples or batch.gpus:  # an agent on that node; cluster sources send neither
         _touch_node(session, name=batch.node, now=now)
-    append_samples(session, node=batch.node, samples=batch.samples)
+    samples.store().append(session, node=batch.node, samples=batch.samples)
     stored_events = append_events(session, events=batch.events, batch_id=batch.batch_id, now=now)
     upsert_jobs(session, jobs=batch.jobs, now=now)
     upsert_allocations(session, allocations=batch.allocations)
@@ -140,44 +138,6 @@ def rejection_event(batch: Batch, rejected: Sequence[RejectedItem], now: float) 
         payload={"rejected": len(rejected), "by_kind": by_kind, "batch_id": batch.batch_id},
         dedup_key=f"rejected:{batch.node}:{int(now // REJECTION_NOTE_EVERY_S)}"[:255],
     )
-
-
-_SAMPLE_COLUMNS = tuple(Sample.model_fields)
-_sample_values = operator.itemgetter(*_SAMPLE_COLUMNS)
-_EXTRA = _SAMPLE_COLUMNS.index("extra")
-
-
-def append_samples(session: Session, *, node: str, samples: Sequence[Sample]) -> int:
-    """Insert telemetry rows: the hottest path, so it goes straight to the driver.
-
-    Core's per-row parameter processing cost more than the database itself (profiled); here the
-    rows go as tuples through executemany (SQLite) or COPY (PostgreSQL) on the session's own
-    connection, inside the caller's transaction.
-    """
-    if not samples:
-        return 0
-    rows = []
-    for s in samples:
-        values = list(_sample_values(s.__dict__))
-        if values[_EXTRA] is not None:
-            values[_EXTRA] = orjson.dumps(values[_EXTRA]).decode()
-        values.append(node)
-        rows.append(values)
-    columns = ", ".join(f'"{c}"' for c in (*_SAMPLE_COLUMNS, "node"))
-    raw = session.connection().connection.driver_connection
-    assert raw is not None
-    if session.get_bind().dialect.name == "postgresql":
-        with raw.cursor() as cur, cur.copy(f"COPY samples ({columns}) FROM STDIN") as copy:
-            for row in rows:
-                copy.write_row(row)
-    else:
-        marks = ", ".join("?" * (len(_SAMPLE_COLUMNS) + 1))
-        cur = raw.cursor()
-        try:
-            cur.executemany(f"INSERT INTO samples ({columns}) VALUES ({marks})", rows)
-        finally:
-            cur.close()
-    return len(rows)
 
 
 def append_events(

@@ -1,0 +1,119 @@
+"""The sample store seam on both SQL backends: writes, newest per GPU, window aggregates."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from sqlalchemy.orm import Session
+
+from timeline import samples, service
+from timeline.models import Batch, Sample
+
+NOW = 1_800_000_000.0
+
+
+def _store_rows(session: Session, rows: Sequence[Sample], node: str = "n1") -> None:
+    assert samples.store().append(session, node=node, samples=rows) == len(rows)
+    session.commit()
+
+
+def test_latest_returns_each_gpus_newest_sample(session: Session) -> None:
+    _store_rows(
+        session,
+        [
+            Sample(ts=NOW - 20, gpu_uuid="GPU-a", util_gpu=10.0),
+            Sample(ts=NOW - 10, gpu_uuid="GPU-a", util_gpu=20.0, power_w=300.5),
+            Sample(ts=NOW - 30, gpu_uuid="GPU-b", util_gpu=5.0),
+        ],
+    )
+    latest = samples.store().latest(session)
+    assert latest["GPU-a"]["util_gpu"] == 20.0
+    assert latest["GPU-a"]["power_w"] == 300.5
+    assert latest["GPU-a"]["ts"] == NOW - 10
+    assert latest["GPU-b"]["util_gpu"] == 5.0
+    assert set(samples.store().latest(session, uuids=["GPU-b"])) == {"GPU-b"}
+
+
+def test_window_stats_count_nulls_per_field_and_bound_the_window(session: Session) -> None:
+    _store_rows(
+        session,
+        [
+            Sample(ts=NOW - 100, gpu_uuid="GPU-a", util_gpu=99.0, power_w=120.0),  # outside
+            Sample(ts=NOW - 50, gpu_uuid="GPU-a", util_gpu=90.0, power_w=130.0),
+            Sample(ts=NOW - 40, gpu_uuid="GPU-a", power_w=110.0),
+            Sample(ts=NOW - 30, gpu_uuid="GPU-a", util_gpu=95.0),
+        ],
+    )
+    stats = samples.store().window_stats(
+        session, uuids=["GPU-a", "GPU-x"], since=NOW - 50, until=NOW, fields=["util_gpu", "power_w"]
+    )
+    assert set(stats) == {"GPU-a"}
+    w = stats["GPU-a"]
+    assert (w.first_ts, w.last_ts, w.count) == (NOW - 50, NOW - 30, 3)
+    util, power = w.fields["util_gpu"], w.fields["power_w"]
+    assert (util.min, util.max, util.count) == (90.0, 95.0, 2)
+    assert (util.first_ts, util.last_ts) == (NOW - 50, NOW - 30)
+    assert (power.min, power.max, power.count) == (110.0, 130.0, 2)
+    assert (power.first_ts, power.last_ts) == (NOW - 50, NOW - 40)
+
+
+def test_last_above_honours_inclusive_threshold(session: Session) -> None:
+    _store_rows(
+        session,
+        [
+            Sample(ts=NOW - 30, gpu_uuid="GPU-a", util_gpu=80.0),
+            Sample(ts=NOW - 20, gpu_uuid="GPU-a", util_gpu=50.0),
+            Sample(ts=NOW - 10, gpu_uuid="GPU-a", util_gpu=10.0),
+        ],
+    )
+
+    def above(threshold: float, inclusive: bool = False) -> dict[str, float]:
+        return samples.store().last_above(
+            session, uuids=["GPU-a"], field="util_gpu", threshold=threshold,
+            since=NOW - 60, until=NOW, inclusive=inclusive,
+        )  # fmt: skip
+
+    assert above(50.0) == {"GPU-a": NOW - 30}
+    assert above(50.0, inclusive=True) == {"GPU-a": NOW - 20}
+    assert above(90.0) == {}
+
+
+def test_series_and_node_utilization_average_per_bucket(session: Session) -> None:
+    _store_rows(
+        session,
+        [
+            Sample(ts=NOW, gpu_uuid="GPU-a", util_gpu=10.0),
+            Sample(ts=NOW + 30, gpu_uuid="GPU-a", util_gpu=30.0),
+            Sample(ts=NOW + 60, gpu_uuid="GPU-a", util_gpu=70.0),
+        ],
+    )
+    store = samples.store()
+    series = store.series(
+        session, uuids=["GPU-a"], since=NOW, until=NOW + 120, bucket_s=60, fields=["util_gpu"]
+    )
+    assert series == {"GPU-a": [{"ts": NOW, "util_gpu": 20.0}, {"ts": NOW + 60, "util_gpu": 70.0}]}
+    heat = store.node_utilization(session, since=NOW, until=NOW + 60, bucket_s=60)
+    assert heat == [("n1", NOW, 20.0)]
+
+
+class _Recording(samples.SqlSampleStore):
+    def __init__(self) -> None:
+        self.appended = 0
+
+    def append(self, session: Session, *, node: str, samples: Sequence[Sample]) -> int:
+        self.appended += len(samples)
+        return super().append(session, node=node, samples=samples)
+
+
+def test_use_swaps_the_process_store_and_returns_the_old_one(session: Session) -> None:
+    recording = _Recording()
+    old = samples.use(recording)
+    try:
+        batch = Batch(
+            agent="a", node="n1", batch_id="batch-0001", samples=[Sample(ts=NOW, gpu_uuid="GPU-a")]
+        )
+        service.append_batch(session, batch=batch, received_ts=NOW)
+        assert recording.appended == 1
+    finally:
+        assert samples.use(old) is recording
+    assert samples.store() is old
