@@ -14,8 +14,11 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
+from sqlalchemy.orm import Session
+
 from timeline.models import Sample
-from timeline.vm_client import PREFIX, ROW, VmClient, metric, quote, selector
+from timeline.samples import FieldStats, WindowStats
+from timeline.vm_client import PREFIX, ROW, VmClient, metric, quote_regex, selector
 
 FIELDS = tuple(f for f in Sample.model_fields if f not in ("ts", "gpu_uuid", "extra"))
 FLOAT_FIELDS = frozenset(
@@ -26,8 +29,6 @@ BOOL_FIELDS = frozenset({"remap_pending", "remap_failure"})
 # Above this many GPUs a query reads the whole fleet and filters here: a regex of 100k uuids
 # would pass VictoriaMetrics' query length limit (16 KiB by default).
 FILTER_MAX = 100
-
-Stats = dict[str, dict[str, float]]
 
 
 def _window(since: float, until: float) -> str:
@@ -43,14 +44,13 @@ def _typed(field: str, value: float) -> Any:
 
 
 class VmSampleStore:
-    """Samples in VictoriaMetrics; every read is one or a few MetricsQL queries."""
+    """A SampleStore in VictoriaMetrics; the SQL session callers pass is not used."""
 
     def __init__(self, client: VmClient, *, latest_lookback_s: float = 3600.0) -> None:
         self.vm = client
         self.latest_lookback_s = latest_lookback_s
 
-    # --- writes -----------------------------------------------------------------------
-    def append(self, *, node: str, samples: Sequence[Sample]) -> int:
+    def append(self, session: Session, *, node: str, samples: Sequence[Sample]) -> int:
         """Write samples as series (one JSON line per GPU and field); StoreUnavailable on outage."""
         series: dict[tuple[str, str], tuple[list[float], list[int]]] = defaultdict(lambda: ([], []))
         for s in samples:
@@ -74,119 +74,98 @@ class VmSampleStore:
         self.vm.import_lines(lines)
         return len(samples)
 
-    # --- reads ------------------------------------------------------------------------
-    def _by_gpu(self, expr: str, *, at: float, uuids: set[str] | None) -> dict[str, float]:
-        out = {}
-        for r in self.vm.query(expr, at=at):
-            gpu = r["metric"].get("gpu")
-            if gpu is not None and (uuids is None or gpu in uuids):
-                out[gpu] = float(r["value"][1])
+    def latest(self, session: Session, *, uuids: Sequence[str] | None = None) -> dict[str, dict]:
+        """GPU uuid -> its newest row within the lookback (fields that row left empty are
+        None, as in SQL; `extra` is not kept here)."""
+        wanted = None if uuids is None else set(uuids)
+        if wanted is not None and not wanted:
+            return {}
+        sel = self._sel(FIELDS, wanted) + f"[{round(self.latest_lookback_s * 1000)}ms]"
+        now = time.time()
+        stamps = self._by_gpu_field(f"tlast_over_time({sel})", at=now, uuids=wanted)
+        values = self._by_gpu_field(f"last_over_time({sel})", at=now, uuids=wanted)
+        out: dict[str, dict] = {}
+        for (gpu, _), t in stamps.items():
+            row = out.setdefault(gpu, {"gpu_uuid": gpu, "ts": t} | _EMPTY)
+            row["ts"] = max(row["ts"], t)
+        for (gpu, field), value in values.items():
+            row = out[gpu]
+            if stamps.get((gpu, field)) == row["ts"]:
+                row[field] = _typed(field, value)
         return out
 
-    def _sel(self, field: str, uuids: set[str] | None, node: str | None = None) -> str:
-        among = {"gpu": sorted(uuids)} if uuids is not None and len(uuids) <= FILTER_MAX else None
-        return selector(metric(field), labels={"node": node} if node else None, among=among)
-
-    def _stats(
-        self, fns: Iterable[tuple[str, str]], uuids: set[str], since: float, until: float
-    ) -> Stats:
-        """{name: {gpu: value}} for rollups `fn(field[window])` over GPUs `uuids` at `until`."""
-        w = _window(since, until)
-        return {
-            f"{fn}:{field}": self._by_gpu(
-                f"{fn}({self._sel(field, uuids)}{w})", at=until, uuids=uuids
-            )
-            for fn, field in fns
-        }
-
-    def hang_windows(
-        self, *, uuids: Iterable[str], since: float, until: float
-    ) -> dict[str, tuple[float, float, float | None, float | None, float | None, int, int, int]]:
-        """Per GPU: first/last row time, min util, min/max power, rows, util rows, power rows."""
-        wanted = set(uuids)
-        if not wanted:
-            return {}
-        st = self._stats(
-            [("tfirst_over_time", ROW), ("tlast_over_time", ROW), ("count_over_time", ROW),
-             ("min_over_time", "util_gpu"), ("count_over_time", "util_gpu"),
-             ("min_over_time", "power_w"), ("max_over_time", "power_w"),
-             ("count_over_time", "power_w")],
-            wanted, since, until,
-        )  # fmt: skip
-        out = {}
-        for gpu, lo in st[f"tfirst_over_time:{ROW}"].items():
-            out[gpu] = (
-                lo,
-                st[f"tlast_over_time:{ROW}"][gpu],
-                st["min_over_time:util_gpu"].get(gpu),
-                st["min_over_time:power_w"].get(gpu),
-                st["max_over_time:power_w"].get(gpu),
-                int(st[f"count_over_time:{ROW}"][gpu]),
-                int(st["count_over_time:util_gpu"].get(gpu, 0)),
-                int(st["count_over_time:power_w"].get(gpu, 0)),
-            )
-        return out
-
-    def idle_windows(
-        self, *, uuids: Iterable[str], since: float, until: float, threshold: float
-    ) -> dict[str, tuple[float, float, float | None, float | None]]:
-        """Per GPU with utilization in the window: first ts, last ts, newest ts above
-        `threshold` (None if never), max utilization."""
-        wanted = set(uuids)
-        if not wanted:
-            return {}
-        st = self._stats(
-            [("tfirst_over_time", "util_gpu"), ("tlast_over_time", "util_gpu"),
-             ("max_over_time", "util_gpu")],
-            wanted, since, until,
-        )  # fmt: skip
-        peak = st["max_over_time:util_gpu"]
-        busy = self._newest(wanted, since, until, peak, lambda v: v > threshold)
-        return {
-            gpu: (lo, st["tlast_over_time:util_gpu"][gpu], busy.get(gpu), peak.get(gpu))
-            for gpu, lo in st["tfirst_over_time:util_gpu"].items()
-        }
-
-    def last_above(
-        self, *, uuids: Iterable[str], since: float, until: float, threshold: float
-    ) -> dict[str, float]:
-        """Per GPU: newest ts in (since, until] whose utilization is >= threshold."""
-        wanted = set(uuids)
-        if not wanted:
-            return {}
-        lo = since + 0.001  # ms precision: (since, until] is [since + 1 ms, until]
-        sel = self._sel("util_gpu", wanted)
-        peak = self._by_gpu(f"max_over_time({sel}{_window(lo, until)})", at=until, uuids=wanted)
-        return self._newest(wanted, lo, until, peak, lambda v: v >= threshold)
-
-    def _newest(
+    def window_stats(
         self,
-        uuids: set[str],
+        session: Session,
+        *,
+        uuids: Sequence[str],
         since: float,
         until: float,
-        peak: dict[str, float],
-        hit: Callable[[float], bool],
-    ) -> dict[str, float]:
-        """Newest ts in [since, until] with hit(util): where the last sample hits, its time;
-        the few that hit only earlier are read raw."""
-        some = {g for g, v in peak.items() if g in uuids and hit(v)}
-        if not some:
+        fields: Sequence[str],
+    ) -> dict[str, WindowStats]:
+        """Per GPU with rows in [since, until]: times, count and min/max of `fields`."""
+        wanted = set(uuids)
+        if not wanted:
             return {}
-        sel, w = self._sel("util_gpu", some), _window(since, until)
-        last = self._by_gpu(f"last_over_time({sel}{w})", at=until, uuids=some)
-        at = self._by_gpu(f"tlast_over_time({sel}{w})", at=until, uuids=some)
-        out = {g: at[g] for g in some if g in last and g in at and hit(last[g])}
-        rest = some - set(out)
-        if rest:
-            out.update(self._newest_hit(rest, since, until, hit))
+        w = _window(since, until)
+        cols, every = self._sel(fields, wanted) + w, self._sel((ROW, *fields), wanted) + w
+        got = {
+            fn: self._by_gpu_field(f"{fn}({sel})", at=until, uuids=wanted)
+            for fn, sel in [
+                ("min_over_time", cols), ("max_over_time", cols), ("count_over_time", every),
+                ("tfirst_over_time", every), ("tlast_over_time", every),
+            ]
+        }  # fmt: skip
+        out = {}
+        for (gpu, field), first in got["tfirst_over_time"].items():
+            if field != ROW:
+                continue
+            per = {}
+            for f in fields:
+                key = (gpu, f)
+                count = int(got["count_over_time"].get(key, 0))
+                per[f] = FieldStats(
+                    got["min_over_time"].get(key), got["max_over_time"].get(key), count,
+                    got["tfirst_over_time"].get(key), got["tlast_over_time"].get(key),
+                )  # fmt: skip
+            last, rows = got["tlast_over_time"][(gpu, ROW)], got["count_over_time"][(gpu, ROW)]
+            out[gpu] = WindowStats(first, last, int(rows), per)
         return out
 
-    def _newest_hit(
-        self, uuids: set[str], since: float, until: float, hit: Callable[[float], bool]
+    def last_above(
+        self,
+        session: Session,
+        *,
+        uuids: Sequence[str],
+        field: str,
+        threshold: float,
+        since: float,
+        until: float,
+        inclusive: bool = False,
     ) -> dict[str, float]:
-        out: dict[str, float] = {}
-        for chunk in _chunks(sorted(uuids), FILTER_MAX):
-            match = selector(metric("util_gpu"), among={"gpu": chunk})
+        """GPU uuid -> newest time in [since, until] its field was above (or at) threshold.
+
+        Where the window's last value hits, its time; where only the peak does (busy earlier,
+        not at the end: few GPUs), that GPU's raw samples are read.
+        """
+        wanted = set(uuids)
+        if not wanted:
+            return {}
+
+        def hit(v: float) -> bool:
+            return v >= threshold if inclusive else v > threshold
+
+        sel = self._sel((field,), wanted) + _window(since, until)
+        peak = self._by_gpu(f"max_over_time({sel})", at=until, uuids=wanted)
+        some = {g for g, v in peak.items() if hit(v)}
+        if not some:
+            return {}
+        last = self._by_gpu(f"last_over_time({sel})", at=until, uuids=some)
+        at = self._by_gpu(f"tlast_over_time({sel})", at=until, uuids=some)
+        out = {g: at[g] for g in some if g in last and g in at and hit(last[g])}
+        rest = sorted(some - set(out))
+        for i in range(0, len(rest), FILTER_MAX):
+            match = selector(metric(field), among={"gpu": rest[i : i + FILTER_MAX]})
             for line in self.vm.export(match, start=since, end=until):
                 gpu = line["metric"]["gpu"]
                 for v, ms in zip(line["values"], line["timestamps"], strict=True):
@@ -195,54 +174,35 @@ class VmSampleStore:
                         out[gpu] = max(out.get(gpu, ts), ts)
         return out
 
-    def latest(self, *, node: str | None = None) -> dict[str, dict[str, Any]]:
-        """Per GPU seen within the lookback: its newest row with `ts` and `node` (fields that
-        row left empty are None, as in SQL)."""
-        labels = ",".join(
-            filter(None, [f'__name__=~"{PREFIX}.+"', f"node={quote(node)}" if node else ""])
-        )
-        sel = f"{{{labels}}}[{round(self.latest_lookback_s * 1000)}ms]"
-        now = time.time()
-        stamps = self.vm.query(f"tlast_over_time({sel}) keep_metric_names", at=now)
-        values = self.vm.query(f"last_over_time({sel}) keep_metric_names", at=now)
-        ts: dict[tuple[str, str], float] = {}
-        out: dict[str, dict[str, Any]] = {}
-        for r in stamps:
-            gpu, field = r["metric"]["gpu"], r["metric"]["__name__"][len(PREFIX) :]
-            ts[(gpu, field)] = t = float(r["value"][1])
-            row = out.setdefault(gpu, {"ts": t, "node": r["metric"].get("node")} | _EMPTY)
-            row["ts"] = max(row["ts"], t)
-        for r in values:
-            gpu, field = r["metric"]["gpu"], r["metric"]["__name__"][len(PREFIX) :]
-            found = out.get(gpu)
-            if found is not None and field in _EMPTY and ts.get((gpu, field)) == found["ts"]:
-                found[field] = _typed(field, float(r["value"][1]))
-        return out
-
     def series(
-        self, *, uuids: Sequence[str], since: float, until: float, bucket_s: int
+        self,
+        session: Session,
+        *,
+        uuids: Sequence[str],
+        since: float,
+        until: float,
+        bucket_s: int,
+        fields: Sequence[str],
     ) -> dict[str, list[dict[str, float | None]]]:
-        """Per GPU: mean util, power and memory used per bucket [k*b, (k+1)*b) in the range."""
-        out: dict[str, list[dict[str, float | None]]] = {u: [] for u in uuids}
+        """Per GPU: mean of each field per bucket [k*b, (k+1)*b) within [since, until)."""
         if not uuids:
-            return out
+            return {}
         wanted = set(uuids)
         buckets: dict[str, dict[float, dict[str, float | None]]] = defaultdict(dict)
-        for key, field in (("util", "util_gpu"), ("power", "power_w"), ("mem", "mem_used_mb")):
-            sel = self._sel(field, wanted)
+        for field in fields:
+            sel = self._sel((field,), wanted)
             expr = lambda w, sel=sel: f"avg_over_time({sel}{w})"  # noqa: E731
             for gpu, start, value in self._buckets(expr, since, until, bucket_s, "gpu"):
                 if gpu in wanted:
-                    row = buckets[gpu].setdefault(
-                        start, {"ts": start, "util": None, "power": None, "mem": None}
-                    )
-                    row[key] = round(value, 2)  # as the SQL store's pages get them
+                    empty = {"ts": start} | dict.fromkeys(fields)
+                    buckets[gpu].setdefault(start, empty)[field] = value
+        out: dict[str, list[dict[str, float | None]]] = {u: [] for u in uuids}
         for gpu, rows in buckets.items():
             out[gpu] = [rows[k] for k in sorted(rows)]
         return out
 
     def node_utilization(
-        self, *, since: float, until: float, bucket_s: int
+        self, session: Session, *, since: float, until: float, bucket_s: int
     ) -> list[tuple[str, float, float]]:
         """(node, bucket start, mean GPU utilization over its samples) for every node."""
         sel = selector(metric("util_gpu"))
@@ -251,7 +211,32 @@ class VmSampleStore:
             total, count = f"sum_over_time({sel}{w})", f"count_over_time({sel}{w})"
             return f"sum by (node) ({total}) / sum by (node) ({count})"
 
-        return list(self._buckets(expr, since, until, bucket_s, "node"))
+        return self._buckets(expr, since, until, bucket_s, "node")
+
+    # --- helpers ----------------------------------------------------------------------
+    def _sel(self, fields: Iterable[str], uuids: set[str] | None) -> str:
+        """The series of `fields`, filtered to `uuids` in the query when they are few."""
+        names = "|".join(sorted(fields))
+        assert all(f == ROW or f in FIELDS for f in fields), names  # never user input
+        gpu = (
+            f",gpu=~{quote_regex(uuids)}" if uuids is not None and len(uuids) <= FILTER_MAX else ""
+        )
+        return f'{{__name__=~"{PREFIX}({names})"{gpu}}}'
+
+    def _by_gpu(self, expr: str, *, at: float, uuids: set[str] | None) -> dict[str, float]:
+        return {g: v for (g, _), v in self._by_gpu_field(expr, at=at, uuids=uuids).items()}
+
+    def _by_gpu_field(
+        self, expr: str, *, at: float, uuids: set[str] | None
+    ) -> dict[tuple[str, str], float]:
+        """(gpu, field) -> value of a rollup call `expr` (names kept) at `at`."""
+        out = {}
+        for r in self.vm.query(f"{expr} keep_metric_names", at=at):
+            labels = r["metric"]
+            gpu = labels.get("gpu")
+            if gpu is not None and (uuids is None or gpu in uuids):
+                out[(gpu, labels.get("__name__", "")[len(PREFIX) :])] = float(r["value"][1])
+        return out
 
     def _buckets(
         self, expr: Callable[[str], str], since: float, until: float, bucket_s: int, label: str
@@ -281,9 +266,4 @@ class VmSampleStore:
         return [(k, t, v) for (k, t), v in out.items() if math.isfinite(v)]
 
 
-_EMPTY: dict[str, Any] = dict.fromkeys(FIELDS)
-
-
-def _chunks(items: Sequence[str], n: int) -> Iterable[list[str]]:
-    for i in range(0, len(items), n):
-        yield list(items[i : i + n])
+_EMPTY: dict[str, Any] = dict.fromkeys((*FIELDS, "extra"))

@@ -74,10 +74,20 @@ def _transient(exc: BaseException) -> bool:
 class VmClient:
     """Talks to one VictoriaMetrics (single node, or vminsert/vmselect behind one URL)."""
 
-    def __init__(self, base_url: str, *, client: httpx.Client, attempts: int = 3) -> None:
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        client: httpx.Client,
+        attempts: int = 3,
+        flush_writes: bool = False,
+    ) -> None:
         self.base_url = base_url.rstrip("/")
         self.client = client
         self.attempts = attempts
+        # VictoriaMetrics makes imported samples searchable within about a second; tests and
+        # benchmarks that read right after writing flush (costly: not for production).
+        self.flush_writes = flush_writes
 
     def _call(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
         @retry(
@@ -110,6 +120,8 @@ class VmClient:
             return
         body = b"\n".join(orjson.dumps(line) for line in lines)
         self._call("POST", "/api/v1/import", content=body)
+        if self.flush_writes:
+            self.flush()
 
     def query(self, expr: str, *, at: float) -> list[dict[str, Any]]:
         """An instant query at `at` (seconds); the result vector."""

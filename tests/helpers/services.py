@@ -134,8 +134,9 @@ def prometheus(workdir: Path, *, target: str, interval_s: float = 1.0) -> Iterat
 def victoriametrics(workdir: Path) -> Iterator[str]:
     """A real single-node VictoriaMetrics with its storage in `workdir`; yields its base URL.
 
-    Queries see samples as soon as they are flushed (no latency offset), and a sample written
-    twice (a batch replayed after a partial failure) is stored once (dedup at 1 ms).
+    Queries see samples as soon as they are flushed (no latency offset, no result cache: the
+    tests write into the past, which VictoriaMetrics would otherwise cache as settled), and a
+    sample written twice (a batch replayed after a partial failure) is stored once.
     """
     exe = binary(("victoria-metrics",), "REQUIRE_VICTORIAMETRICS", "victoria-metrics")
     port = free_port()
@@ -144,6 +145,7 @@ def victoriametrics(workdir: Path) -> Iterator[str]:
         f"-storageDataPath={workdir / 'vmdata'}",
         f"-httpListenAddr=127.0.0.1:{port}",
         "-search.latencyOffset=0s",
+        "-search.disableCache",
         "-dedup.minScrapeInterval=1ms",
         "-retentionPeriod=100y",
     ]
