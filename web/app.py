@@ -13,6 +13,7 @@ from starlette.middleware.sessions import SessionMiddleware
 from starlette.staticfiles import StaticFiles
 
 from timeline import __version__, db
+from timeline.sample_backends import use_configured
 from timeline.settings import Settings
 from web.api import actions, heatmap, incidents, ingest, ops, read
 from web.api.ops import install_openapi
@@ -65,6 +66,8 @@ def create_app(
     tokens = TokenTable.from_settings(settings)
     engine = db.make_engine(settings.database_url, busy_timeout_s=settings.database_busy_timeout_s)
     factory = db.make_sessionmaker(engine)
+    # Every sample read and write of this process goes through it (SQL or VictoriaMetrics).
+    sample_store = use_configured(settings)
     runtime = ServerRuntime(factory)
     # Every process (worker or replica) serves requests; only the lease holder runs periodic work.
     leader = LeaseElector(
@@ -107,6 +110,7 @@ def create_app(
     app.state.metrics.registry.register(DashboardCollector(factory, settings, cache))
     app.state.metrics.registry.register(HealerCollector(factory))
     app.state.runtime = runtime
+    app.state.sample_store = sample_store
     app.state.leader = leader
     app.add_middleware(
         SessionMiddleware,

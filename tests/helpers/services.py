@@ -131,7 +131,7 @@ def prometheus(workdir: Path, *, target: str, interval_s: float = 1.0) -> Iterat
 
 
 @contextmanager
-def victoriametrics(workdir: Path) -> Iterator[str]:
+def victoriametrics(workdir: Path, *, port: int | None = None) -> Iterator[str]:
     """A real single-node VictoriaMetrics with its storage in `workdir`; yields its base URL.
 
     Queries see samples as soon as they are flushed (no latency offset, no result cache: the
@@ -139,7 +139,7 @@ def victoriametrics(workdir: Path) -> Iterator[str]:
     sample written twice (a batch replayed after a partial failure) is stored once.
     """
     exe = binary(("victoria-metrics",), "REQUIRE_VICTORIAMETRICS", "victoria-metrics")
-    port = free_port()
+    port = port or free_port()
     cmd = [
         exe,
         f"-storageDataPath={workdir / 'vmdata'}",
