@@ -26,13 +26,14 @@ from pathlib import Path
 import httpx
 import psutil
 from sqlalchemy import text
+from sqlalchemy.orm import Session, sessionmaker
 
 from benchmarks._scale_load import ScaleFleet, run_load
 from correlator import flows
 from correlator import hang as hang_detector
 from correlator import idle as idle_detector
 from correlator import service as correlator_service
-from timeline import db, samples
+from timeline import db, history, queries, samples
 from timeline.sample_backends import store_from_settings
 from timeline.settings import Settings
 
@@ -98,6 +99,13 @@ def _rss_mb(proc: subprocess.Popen[bytes]) -> float:
     return sum(c.memory_info().rss for c in [p, *p.children(recursive=True)]) / 2**20
 
 
+def _cpu_s(pid: int) -> float:
+    """CPU seconds (user + system) of a process and its children so far."""
+    p = psutil.Process(pid)
+    times = [c.cpu_times() for c in [p, *p.children(recursive=True)]]
+    return sum(t.user + t.system for t in times)
+
+
 def _dir_bytes(path: Path) -> int:
     return sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
 
@@ -129,7 +137,7 @@ def _setup(fleet: ScaleFleet, base: str) -> None:
             client.post("/api/v1/ingest", content=batch.model_dump_json()).raise_for_status()
 
 
-def _queries(settings: Settings, uuids: list[str]) -> dict[str, float]:
+def _queries(settings: Settings, uuids: list[str]) -> tuple[dict[str, float], dict[str, float]]:
     """The detectors' window queries over every GPU, and one correlator pass, timed."""
     old = samples.use(store_from_settings(settings))
     engine = db.make_engine(settings.database_url)
@@ -149,6 +157,7 @@ def _queries(settings: Settings, uuids: list[str]) -> dict[str, float]:
         t3 = time.perf_counter()
         flows.correlate_once(factory, settings=settings, now=time.time())
         t4 = time.perf_counter()
+        dash = _dashboard(factory, uuids, time.time())
     finally:
         samples.use(old)
         engine.dispose()
@@ -157,7 +166,24 @@ def _queries(settings: Settings, uuids: list[str]) -> dict[str, float]:
         "hang_query_ms": ms(t0, t1),
         "idle_query_ms": ms(t1, t2),
         "correlator_pass_ms": ms(t3, t4),
-    }
+    }, dash
+
+
+def _dashboard(factory: sessionmaker[Session], uuids: list[str], now: float) -> dict[str, float]:
+    """The pages' sample reads, timed (ms): newest sample of every GPU, the fleet heatmap over
+    the last hour, one node's GPU trends over the last hour."""
+    out = {}
+    with factory() as s:
+        since = now - 3600
+        for name, read in (
+            ("latest_all", lambda: queries.latest_gpu_samples(s)),
+            ("heatmap_1h", lambda: history.node_utilization(s, since=since, until=now, bucket_s=60)),
+            ("node_trends_1h", lambda: history.gpu_series(s, uuids=uuids[:8], since=since, until=now, bucket_s=60)),
+        ):  # fmt: skip
+            t0 = time.perf_counter()
+            read()
+            out[name] = round((time.perf_counter() - t0) * 1000, 1)
+    return out
 
 
 @contextlib.contextmanager
@@ -208,13 +234,13 @@ def run(argv: list[str]) -> dict[str, object]:
         with _process(cmd, f"{base}/healthz", "server", env) as server:
             _setup(fleet, base)
             disk_start, rss_start = _disk_bytes(settings, vm_dir), _rss_mb(server)
-            t0 = time.perf_counter()
+            cpu_start, t0 = _cpu_s(server.pid), time.perf_counter()
             load = run_load(fleet, base_url=base, token=TOKEN, interval_s=args.interval,
                             seconds=args.minutes * 60, senders=args.senders)  # fmt: skip
             elapsed = time.perf_counter() - t0
-            rss_end = _rss_mb(server)
+            rss_end, server_cpu = _rss_mb(server), _cpu_s(server.pid) - cpu_start
         disk = _disk_bytes(settings, vm_dir) - disk_start
-        timings = _queries(settings, [g.uuid for g in fleet.sim.gpus])
+        timings, dash = _queries(settings, [g.uuid for g in fleet.sim.gpus])
     lags = sorted(load.lags) or [float("nan")]
     out: dict[str, object] = {
         "gpus": len(fleet.sim.gpus),
@@ -230,8 +256,10 @@ def run(argv: list[str]) -> dict[str, object]:
     # The JSON line holds the issue's keys exactly; the run's particulars go to stderr.
     print(
         f"bench scale: {load.samples} samples in {elapsed:.0f} s, {load.requests} requests, "
-        f"{load.errors} refused or failed (retried), interval {args.interval} s, "
-        f"{args.senders} senders, {os.cpu_count()} cpus",
+        f"{load.errors} refused or failed (retried), server CPU {server_cpu:.0f} s "
+        f"({1000 * server_cpu / max(load.requests, 1):.1f} ms per request), "
+        f"interval {args.interval} s, "
+        f"{args.senders} senders, {os.cpu_count()} cpus; dashboard reads (ms): {dash}",
         file=sys.stderr,
     )
     return out

@@ -126,7 +126,7 @@ class VmClient:
     def query(self, expr: str, *, at: float) -> list[dict[str, Any]]:
         """An instant query at `at` (seconds); the result vector."""
         response = self._call("POST", "/api/v1/query", data={"query": expr, "time": f"{at:.3f}"})
-        return list(response.json()["data"]["result"])
+        return list(orjson.loads(response.content)["data"]["result"])
 
     def query_range(
         self, expr: str, *, start: float, end: float, step_s: int
@@ -135,7 +135,7 @@ class VmClient:
         data = {"query": expr, "start": f"{start:.3f}", "end": f"{end:.3f}", "step": f"{step_s}s"}
         data["nocache"] = "1"
         response = self._call("POST", "/api/v1/query_range", data=data)
-        return list(response.json()["data"]["result"])
+        return list(orjson.loads(response.content)["data"]["result"])
 
     def export(self, match: str, *, start: float, end: float) -> list[dict[str, Any]]:
         """Raw samples of the matching series in [start, end] (JSON lines)."""
