@@ -22,6 +22,7 @@ import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import psutil
@@ -174,12 +175,12 @@ def _dashboard(factory: sessionmaker[Session], uuids: list[str], now: float) -> 
     the last hour, one node's GPU trends over the last hour."""
     out = {}
     with factory() as s:
-        since = now - 3600
+        hour: dict[str, Any] = {"since": now - 3600, "until": now, "bucket_s": 60}
         for name, read in (
             ("latest_all", lambda: queries.latest_gpu_samples(s)),
-            ("heatmap_1h", lambda: history.node_utilization(s, since=since, until=now, bucket_s=60)),
-            ("node_trends_1h", lambda: history.gpu_series(s, uuids=uuids[:8], since=since, until=now, bucket_s=60)),
-        ):  # fmt: skip
+            ("heatmap_1h", lambda: history.node_utilization(s, **hour)),
+            ("node_trends_1h", lambda: history.gpu_series(s, uuids=uuids[:8], **hour)),
+        ):
             t0 = time.perf_counter()
             read()
             out[name] = round((time.perf_counter() - t0) * 1000, 1)
