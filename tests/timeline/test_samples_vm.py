@@ -80,7 +80,14 @@ def _close(got: Any, want: Any) -> None:
         assert got == want, (got, want)
 
 
-WINDOWS = [(T0 + 1190.25, T0 + 1790.25), (T0 + 0.25, T0 + 590.25), (T0 + 1195.0, T0 + 1785.0)]
+WINDOWS = [
+    (since, until, export_s)
+    for since, until in [
+        (T0 + 1190.25, T0 + 1790.25), (T0 + 0.25, T0 + 590.25), (T0 + 1195.0, T0 + 1785.0),
+        (T0 + 0.25, T0 + 1790.25),
+    ]
+    for export_s in (900.0, 0.0)
+]  # fmt: skip
 
 
 def test_vm_store_answers_every_read_like_the_sql_store(
@@ -93,7 +100,8 @@ def test_vm_store_answers_every_read_like_the_sql_store(
         _close(vm.latest(s), sql.latest(s))
         _close(vm.latest(s, uuids=["GPU-b", "GPU-x"]), sql.latest(s, uuids=["GPU-b", "GPU-x"]))
         assert vm.latest(s, uuids=[]) == {}
-        for since, until in WINDOWS:
+        for since, until, export_s in WINDOWS:
+            vm.export_window_s = export_s  # raw samples aggregated here, or MetricsQL rollups
             for fields in (FIELDS, ["util_gpu"]):
                 args = {"uuids": [*uuids, "GPU-x"], "since": since, "until": until}
                 _close(
