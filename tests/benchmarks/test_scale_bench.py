@@ -36,10 +36,12 @@ def _plausible(out: dict[str, object], backend: str) -> None:
         assert float(out[key]) > 0  # type: ignore[arg-type]
 
 
+@pytest.mark.slow
 def test_bench_scale_on_sqlite_prints_the_issues_keys() -> None:
     _plausible(_bench("sqlite"), "sqlite")
 
 
+@pytest.mark.slow
 @pytest.mark.integration
 def test_bench_scale_on_victoriametrics_prints_the_issues_keys() -> None:
     binary(("victoria-metrics",), "REQUIRE_VICTORIAMETRICS", "victoria-metrics")
