@@ -114,6 +114,7 @@ class LoadResult:
     requests: int = 0
     errors: int = 0
     lags: list[float] = field(default_factory=list)  # ack time - sample time, seconds
+    last_ts: float = 0.0  # the newest sample time sent
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
@@ -135,6 +136,7 @@ def run_load(
     result = LoadResult()
     start = time.time() + 1.0
     ticks = max(1, int(seconds // interval_s))
+    result.last_ts = start + (ticks - 1) * interval_s + (len(names) - 1) * interval_s / len(names)
 
     def sender(w: int) -> None:
         rng = random.Random(w)

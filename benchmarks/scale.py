@@ -138,12 +138,15 @@ def _setup(fleet: ScaleFleet, base: str) -> None:
             client.post("/api/v1/ingest", content=batch.model_dump_json()).raise_for_status()
 
 
-def _queries(settings: Settings, uuids: list[str]) -> tuple[dict[str, float], dict[str, float]]:
-    """The detectors' window queries over every GPU, and one correlator pass, timed."""
+def _queries(
+    settings: Settings, uuids: list[str], now: float
+) -> tuple[dict[str, float], dict[str, float]]:
+    """The detectors' window queries over every GPU, and one correlator pass, timed, as of
+    `now` (the newest sample sent: the windows hold the load's last samples however long the
+    teardown took)."""
     old = samples.use(store_from_settings(settings))
     engine = db.make_engine(settings.database_url)
     factory = db.make_sessionmaker(engine)
-    now = time.time()
     try:
         with factory() as s:
             t0 = time.perf_counter()
@@ -156,9 +159,9 @@ def _queries(settings: Settings, uuids: list[str]) -> tuple[dict[str, float], di
             for name in (flows.LAST_HANG, flows.LAST_IDLE, flows.LAST_RESOLVE):
                 correlator_service.set_state(s, name=name, value=0.0, now=now)
         t3 = time.perf_counter()
-        flows.correlate_once(factory, settings=settings, now=time.time())
+        flows.correlate_once(factory, settings=settings, now=now)
         t4 = time.perf_counter()
-        dash = _dashboard(factory, uuids, time.time())
+        dash = _dashboard(factory, uuids, now)
     finally:
         samples.use(old)
         engine.dispose()
@@ -241,7 +244,7 @@ def run(argv: list[str]) -> dict[str, object]:
             elapsed = time.perf_counter() - t0
             rss_end, server_cpu = _rss_mb(server), _cpu_s(server.pid) - cpu_start
         disk = _disk_bytes(settings, vm_dir) - disk_start
-        timings, dash = _queries(settings, [g.uuid for g in fleet.sim.gpus])
+        timings, dash = _queries(settings, [g.uuid for g in fleet.sim.gpus], load.last_ts)
     lags = sorted(load.lags) or [float("nan")]
     out: dict[str, object] = {
         "gpus": len(fleet.sim.gpus),
