@@ -87,6 +87,10 @@ class DcgmSource:
         gpus = group_by_gpu(rows)
         if rows and not gpus:
             self.health.parse_failure("no_gpu_rows", text[:200])
+        return self.observe_gpus(gpus, ts=ts)
+
+    def observe_gpus(self, gpus: dict[str, GpuScrape], *, ts: float) -> Observations:
+        """Observations from already grouped per-GPU values (a scrape, or a Prometheus query)."""
         obs = Observations()
         for uuid, g in gpus.items():
             obs.gpus.append(to_gpu_info(g, self.node))

@@ -15,6 +15,7 @@ from sqlalchemy.orm import Session, sessionmaker
 import correlator.tables  # noqa: F401  (registers the correlator's tables on metadata)
 import healer.tables  # noqa: F401  (registers the healer's tables on metadata)
 import timeline.deliveries  # noqa: F401  (registers the notifications table)
+from tests.helpers.vm import on_vm, vm_store, vm_url  # noqa: F401  (VictoriaMetrics fixtures)
 from timeline import db
 from timeline.tables import metadata
 

@@ -111,7 +111,17 @@ def store() -> SampleStore:
 
 
 def from_settings(settings: Settings) -> SampleStore:
-    """The sample store the settings choose: the SQL store, with its rollup read thresholds."""
+    """The sample store `samples_backend` chooses: the SQL store (with its rollup read
+    thresholds) or VictoriaMetrics."""
+    if settings.samples_backend == "victoriametrics":
+        import httpx
+
+        from timeline.samples_vm import VmSampleStore
+        from timeline.vm_client import VmClient
+
+        client = httpx.Client(timeout=settings.victoriametrics_timeout_s)
+        vm = VmClient(settings.victoriametrics_url, client=client)
+        return VmSampleStore(vm, latest_lookback_s=settings.victoriametrics_latest_lookback_s)
     from timeline.samples_sql import SqlSampleStore
 
     return SqlSampleStore(

@@ -225,6 +225,20 @@ class Settings(BaseSettings):
     )
     metrics_per_gpu: bool = False  # opt in to per-GPU utilization series on /metrics
 
+    # --- GPU samples backend (events, jobs, incidents and actions stay in the SQL store) ---
+    samples_backend: Literal["sql", "victoriametrics"] = "sql"
+    victoriametrics_url: str = "http://127.0.0.1:8428"  # single node, or vminsert+vmselect proxy
+    victoriametrics_timeout_s: float = 10.0  # per request; a write retries twice, then 503
+    victoriametrics_latest_lookback_s: float = 3600.0  # a GPU silent longer shows no sample
+
+    # --- Prometheus source: GPU telemetry from a site's Prometheus scraping dcgm-exporter ---
+    prometheus_enabled: bool = False
+    prometheus_url: str = "http://127.0.0.1:9090"
+    prometheus_selector: str = '{__name__=~"DCGM_.+"}'  # narrow with a job label, etc.
+    prometheus_node_label: str = "Hostname"  # dcgm-exporter's label naming the GPU's node
+    prometheus_interval_s: float = 30.0  # dcgm-exporter collects every 30 s by default
+    prometheus_timeout_s: float = 10.0
+
     _tokens = field_validator("agent_tokens", "api_tokens", mode="before")(_split_tokens)
     _split = field_validator(
         "kubernetes_user_keys",

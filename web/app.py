@@ -66,7 +66,9 @@ def create_app(
     tokens = TokenTable.from_settings(settings)
     engine = db.make_engine(settings.database_url, busy_timeout_s=settings.database_busy_timeout_s)
     factory = db.make_sessionmaker(engine)
-    samples.use(samples.from_settings(settings))  # where GPU telemetry is kept
+    # Every sample read and write of this process goes through it (SQL or VictoriaMetrics).
+    sample_store = samples.from_settings(settings)
+    samples.use(sample_store)
     runtime = ServerRuntime(factory)
     # Every process (worker or replica) serves requests; only the lease holder runs periodic work.
     leader = LeaseElector(
@@ -110,6 +112,7 @@ def create_app(
     app.state.metrics.registry.register(HealerCollector(factory))
     app.state.metrics.registry.register(TableBytesCollector(factory))
     app.state.runtime = runtime
+    app.state.sample_store = sample_store
     app.state.leader = leader
     app.add_middleware(
         SessionMiddleware,

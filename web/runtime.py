@@ -10,7 +10,7 @@ import threading
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from apscheduler.schedulers.background import BackgroundScheduler
 from sqlalchemy.orm import Session, sessionmaker
@@ -24,6 +24,16 @@ from timeline.models import Batch
 log = logging.getLogger(__name__)
 
 
+class NodeSource(Protocol):
+    """A server-side source of several nodes' GPU telemetry (e.g. a site's Prometheus)."""
+
+    name: str
+
+    def collect_by_node(self) -> dict[str, Observations]:
+        """Read once; node -> what its GPUs reported."""
+        ...
+
+
 @dataclass
 class ScheduledSource:
     """A cluster-side source polled by the server, appended to the store as a batch."""
@@ -32,13 +42,16 @@ class ScheduledSource:
     interval_s: float
 
 
-def store_observations(factory: sessionmaker[Session], *, obs: Observations, name: str) -> int:
-    """Store what a server-side source saw as one batch; returns items stored."""
+def store_observations(
+    factory: sessionmaker[Session], *, obs: Observations, name: str, node: str | None = None
+) -> int:
+    """Store what a server-side source saw as one batch; returns items stored. Samples are
+    stored under `node` (a source that reads a node's GPU telemetry names it)."""
     if obs.is_empty():
         return 0
     batch = Batch(
         agent=f"server:{name}",
-        node=f"server:{name}",
+        node=node or f"server:{name}",
         batch_id=uuid.uuid4().hex,
         gpus=obs.gpus,
         samples=obs.samples,
@@ -56,6 +69,15 @@ def store_observations(factory: sessionmaker[Session], *, obs: Observations, nam
 def append_observations(factory: sessionmaker[Session], *, source: Source) -> int:
     """Collect once from a polled source and store the result."""
     return store_observations(factory, obs=source.collect(), name=source.name)
+
+
+def append_by_node(factory: sessionmaker[Session], *, source: NodeSource) -> int:
+    """Collect once from a source of many nodes' telemetry; one batch per node."""
+    parts = source.collect_by_node()
+    return sum(
+        store_observations(factory, obs=obs, name=source.name, node=node)
+        for node, obs in parts.items()
+    )
 
 
 class ServerRuntime:

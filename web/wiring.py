@@ -59,7 +59,19 @@ def configure_runtime(runtime: ServerRuntime, settings: Settings) -> None:
         wandb = build_wandb_source(settings, job_state=lambda j: _job_state(runtime, j))
         runtime.add_source(ScheduledSource(wandb, settings.wandb_interval_s))
         log.info("wandb source every %.0f s", settings.wandb_interval_s)
-    _telemetry_jobs(runtime, settings)
+    if settings.samples_backend == "sql":  # VictoriaMetrics keeps and drops its own
+        _telemetry_jobs(runtime, settings)
+    if settings.prometheus_enabled:
+        from collector.prometheus import build_prometheus_source
+        from web.runtime import append_by_node
+
+        prom = build_prometheus_source(settings)
+        runtime.add(
+            "source:prometheus",
+            lambda: append_by_node(runtime.factory, source=prom),
+            settings.prometheus_interval_s,
+        )
+        log.info("prometheus source every %.0f s", settings.prometheus_interval_s)
     healer = _healer(runtime, settings)
     if settings.correlator_enabled:
         from correlator.jobs import run_correlator

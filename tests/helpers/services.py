@@ -1,7 +1,9 @@
-"""Real services for tests: our app under uvicorn in a thread, and Debian's Prometheus and
-Alertmanager as child processes on free loopback ports, each in a temporary directory.
+"""Real services for tests: our app under uvicorn in a thread, and Debian's Prometheus,
+Alertmanager and VictoriaMetrics as child processes on free loopback ports, each in a temporary
+directory.
 
-A missing binary skips loudly, or fails where REQUIRE_PROMETHEUS / REQUIRE_ALERTMANAGER is 1.
+A missing binary skips loudly, or fails where REQUIRE_PROMETHEUS / REQUIRE_ALERTMANAGER /
+REQUIRE_VICTORIAMETRICS is 1.
 """
 
 from __future__ import annotations
@@ -125,4 +127,28 @@ def prometheus(workdir: Path, *, target: str, interval_s: float = 1.0) -> Iterat
     ]
     url = f"http://127.0.0.1:{port}"
     with _process(cmd, f"{url}/-/ready", workdir):
+        yield url
+
+
+@contextmanager
+def victoriametrics(workdir: Path, *, port: int | None = None) -> Iterator[str]:
+    """A real single-node VictoriaMetrics with its storage in `workdir`; yields its base URL.
+
+    Queries see samples as soon as they are flushed (no latency offset, no result cache: the
+    tests write into the past, which VictoriaMetrics would otherwise cache as settled), and a
+    sample written twice (a batch replayed after a partial failure) is stored once.
+    """
+    exe = binary(("victoria-metrics",), "REQUIRE_VICTORIAMETRICS", "victoria-metrics")
+    port = port or free_port()
+    cmd = [
+        exe,
+        f"-storageDataPath={workdir / 'vmdata'}",
+        f"-httpListenAddr=127.0.0.1:{port}",
+        "-search.latencyOffset=0s",
+        "-search.disableCache",
+        "-dedup.minScrapeInterval=1ms",
+        "-retentionPeriod=100y",
+    ]
+    url = f"http://127.0.0.1:{port}"
+    with _process(cmd, f"{url}/health", workdir):
         yield url

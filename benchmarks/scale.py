@@ -1,0 +1,268 @@
+"""`fleetmedic bench scale`: a simulated fleet's agents push through the real HTTP server into
+the chosen samples store (SQLite, PostgreSQL or VictoriaMetrics) for M minutes.
+
+The server (`fleetmedic serve`, one worker, the correlator on) runs in its own process; with
+`--backend victoriametrics` a real `victoria-metrics` binary (Debian's package) runs beside it
+and the server's SQL store is SQLite. After the load: the store's bytes on disk per GPU-sample,
+the hang and idle detectors' window queries over every GPU, and one full correlator pass.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import logging
+import os
+import shutil
+import socket
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import psutil
+from sqlalchemy import text
+from sqlalchemy.orm import Session, sessionmaker
+
+from benchmarks._scale_load import ScaleFleet, run_load
+from correlator import flows
+from correlator import hang as hang_detector
+from correlator import idle as idle_detector
+from correlator import service as correlator_service
+from timeline import db, history, queries, samples
+from timeline.settings import Settings
+
+TOKEN = "bench-token"
+PG_ADMIN_URL = os.environ.get(
+    "FLEETMEDIC_BENCH_PG_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test"
+)
+KEYS = (
+    "gpus", "backend", "samples_per_s", "ingest_lag_p95_s", "ingest_lag_max_s", "rss_start_mb",
+    "rss_end_mb", "disk_bytes_per_sample", "hang_query_ms", "idle_query_ms", "correlator_pass_ms",
+)  # fmt: skip
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _wait(url: str, proc: subprocess.Popen[bytes], what: str) -> None:
+    deadline = time.monotonic() + 90
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            err = proc.stderr.read().decode()[-2000:] if proc.stderr else ""
+            raise RuntimeError(f"{what} exited: {err}")
+        with contextlib.suppress(httpx.HTTPError):
+            if httpx.get(url, timeout=1).status_code == 200:
+                return
+        time.sleep(0.1)
+    raise RuntimeError(f"{what} not ready in 90 s")
+
+
+@contextlib.contextmanager
+def _process(
+    cmd: list[str], ready: str, what: str, env: dict[str, str] | None = None
+) -> Iterator[subprocess.Popen[bytes]]:
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        _wait(ready, proc, what)
+        yield proc
+    finally:
+        proc.terminate()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(30)
+        if proc.poll() is None:
+            proc.kill()
+
+
+@contextlib.contextmanager
+def _victoriametrics(workdir: Path) -> Iterator[str]:
+    exe = shutil.which("victoria-metrics")
+    if exe is None:
+        raise RuntimeError("no victoria-metrics on PATH (Debian package victoria-metrics)")
+    port = _free_port()
+    cmd = [exe, f"-storageDataPath={workdir}", f"-httpListenAddr=127.0.0.1:{port}",
+           "-search.latencyOffset=0s", "-dedup.minScrapeInterval=1ms"]  # fmt: skip
+    with _process(cmd, f"http://127.0.0.1:{port}/health", "victoria-metrics"):
+        yield f"http://127.0.0.1:{port}"
+
+
+def _rss_mb(proc: subprocess.Popen[bytes]) -> float:
+    p = psutil.Process(proc.pid)
+    return sum(c.memory_info().rss for c in [p, *p.children(recursive=True)]) / 2**20
+
+
+def _cpu_s(pid: int) -> float:
+    """CPU seconds (user + system) of a process and its children so far."""
+    p = psutil.Process(pid)
+    times = [c.cpu_times() for c in [p, *p.children(recursive=True)]]
+    return sum(t.user + t.system for t in times)
+
+
+def _dir_bytes(path: Path) -> int:
+    return sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
+
+
+def _disk_bytes(settings: Settings, vm_dir: Path | None) -> int:
+    """Bytes the samples store holds on disk now."""
+    if vm_dir is not None:
+        with httpx.Client() as c:
+            c.get(f"{settings.victoriametrics_url}/internal/force_flush").raise_for_status()
+        return _dir_bytes(vm_dir)
+    url = settings.database_url
+    if url.startswith("sqlite"):
+        path = Path(url.removeprefix("sqlite:///"))
+        with sqlite3.connect(path) as conn:  # the WAL folded into the file: its real size
+            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        return sum(p.stat().st_size for p in path.parent.glob(path.name + "*"))
+    engine = db.make_engine(url)
+    with engine.connect() as conn:
+        size = int(conn.execute(text("select pg_database_size(current_database())")).scalar_one())
+    engine.dispose()
+    return size
+
+
+def _setup(fleet: ScaleFleet, base: str) -> None:
+    """GPU identities, jobs and allocations, before the timed load."""
+    headers = {"Authorization": f"Bearer {TOKEN}", "Content-Type": "application/json"}
+    with httpx.Client(base_url=base, headers=headers, timeout=300) as client:
+        for batch in fleet.setup_batches(time.time()):
+            client.post("/api/v1/ingest", content=batch.model_dump_json()).raise_for_status()
+
+
+def _queries(
+    settings: Settings, uuids: list[str], now: float
+) -> tuple[dict[str, float], dict[str, float]]:
+    """The detectors' window queries over every GPU, and one correlator pass, timed, as of
+    `now` (the newest sample sent: the windows hold the load's last samples however long the
+    teardown took)."""
+    old = samples.use(samples.from_settings(settings))
+    engine = db.make_engine(settings.database_url)
+    factory = db.make_sessionmaker(engine)
+    try:
+        with factory() as s:
+            t0 = time.perf_counter()
+            hang_detector._windows(s, set(uuids), now - settings.hang_min_duration_s, now)
+            t1 = time.perf_counter()
+            since = now - settings.idle_min_duration_s - 2 * settings.idle_interval_s - 60.0
+            idle_detector._window_stats(s, uuids, since, now, settings.idle_util_threshold)
+            t2 = time.perf_counter()
+        with db.unit_of_work(factory) as s:  # make the hang and idle checks due in this pass
+            for name in (flows.LAST_HANG, flows.LAST_IDLE, flows.LAST_RESOLVE):
+                correlator_service.set_state(s, name=name, value=0.0, now=now)
+        t3 = time.perf_counter()
+        flows.correlate_once(factory, settings=settings, now=now)
+        t4 = time.perf_counter()
+        dash = _dashboard(factory, uuids, now)
+    finally:
+        samples.use(old)
+        engine.dispose()
+    ms = lambda a, b: round((b - a) * 1000, 1)  # noqa: E731
+    return {
+        "hang_query_ms": ms(t0, t1),
+        "idle_query_ms": ms(t1, t2),
+        "correlator_pass_ms": ms(t3, t4),
+    }, dash
+
+
+def _dashboard(factory: sessionmaker[Session], uuids: list[str], now: float) -> dict[str, float]:
+    """The pages' sample reads, timed (ms): newest sample of every GPU, the fleet heatmap over
+    the last hour, one node's GPU trends over the last hour."""
+    out = {}
+    with factory() as s:
+        hour: dict[str, Any] = {"since": now - 3600, "until": now, "bucket_s": 60}
+        for name, read in (
+            ("latest_all", lambda: queries.latest_gpu_samples(s)),
+            ("heatmap_1h", lambda: history.node_utilization(s, **hour)),
+            ("node_trends_1h", lambda: history.gpu_series(s, uuids=uuids[:8], **hour)),
+        ):
+            t0 = time.perf_counter()
+            read()
+            out[name] = round((time.perf_counter() - t0) * 1000, 1)
+    return out
+
+
+@contextlib.contextmanager
+def _stores(backend: str, tmp: Path) -> Iterator[tuple[Settings, Path | None]]:
+    sql = "postgres" if backend == "postgres" else "sqlite"
+    with db.scratch_database(sql, pg_url=PG_ADMIN_URL, prefix="fleetmedic_scale") as url:
+        if backend != "victoriametrics":
+            yield Settings(database_url=url, samples_backend="sql"), None
+            return
+        vm_dir = tmp / "vm"
+        with _victoriametrics(vm_dir) as vm_url:
+            yield (
+                Settings(
+                    database_url=url, samples_backend="victoriametrics", victoriametrics_url=vm_url
+                ),
+                vm_dir,
+            )
+
+
+def run(argv: list[str]) -> dict[str, object]:
+    """Run the benchmark; returns the figures."""
+    p = argparse.ArgumentParser(prog="fleetmedic bench scale")
+    p.add_argument("--gpus", type=int, default=100_000)
+    p.add_argument("--interval", type=float, default=10.0, help="seconds between a GPU's samples")
+    p.add_argument("--minutes", type=float, default=10.0)
+    p.add_argument(
+        "--backend", choices=["sqlite", "postgres", "victoriametrics"], default="victoriametrics"
+    )
+    p.add_argument("--senders", type=int, default=16, help="concurrent agent connections")
+    args = p.parse_args(argv)
+    logging.getLogger("httpx").setLevel(logging.WARNING)
+    fleet = ScaleFleet(args.gpus)
+    with (
+        tempfile.TemporaryDirectory(prefix="fleetmedic_scale_") as tmp,
+        _stores(args.backend, Path(tmp)) as (settings, vm_dir),
+    ):
+        port = _free_port()
+        env = os.environ | {
+            "FLEETMEDIC_DATABASE_URL": settings.database_url,
+            "FLEETMEDIC_SAMPLES_BACKEND": settings.samples_backend,
+            "FLEETMEDIC_VICTORIAMETRICS_URL": settings.victoriametrics_url,
+            "FLEETMEDIC_AGENT_TOKENS": TOKEN,
+            "FLEETMEDIC_LOG_LEVEL": "WARNING",
+            "FLEETMEDIC_MAX_CONNECTIONS_PER_SOURCE": "1024",
+        }
+        cmd = [sys.executable, "-m", "web.cli", "serve", "--port", str(port), "--workers", "1"]
+        base = f"http://127.0.0.1:{port}"
+        with _process(cmd, f"{base}/healthz", "server", env) as server:
+            _setup(fleet, base)
+            disk_start, rss_start = _disk_bytes(settings, vm_dir), _rss_mb(server)
+            cpu_start, t0 = _cpu_s(server.pid), time.perf_counter()
+            load = run_load(fleet, base_url=base, token=TOKEN, interval_s=args.interval,
+                            seconds=args.minutes * 60, senders=args.senders)  # fmt: skip
+            elapsed = time.perf_counter() - t0
+            rss_end, server_cpu = _rss_mb(server), _cpu_s(server.pid) - cpu_start
+        disk = _disk_bytes(settings, vm_dir) - disk_start
+        timings, dash = _queries(settings, [g.uuid for g in fleet.sim.gpus], load.last_ts)
+    lags = sorted(load.lags) or [float("nan")]
+    out: dict[str, object] = {
+        "gpus": len(fleet.sim.gpus),
+        "backend": args.backend,
+        "samples_per_s": round(load.samples / elapsed),
+        "ingest_lag_p95_s": round(lags[int(0.95 * (len(lags) - 1))], 2),
+        "ingest_lag_max_s": round(lags[-1], 2),
+        "rss_start_mb": round(rss_start, 1),
+        "rss_end_mb": round(rss_end, 1),
+        "disk_bytes_per_sample": round(disk / max(load.samples, 1), 1),
+        **timings,
+    }
+    # The JSON line holds the issue's keys exactly; the run's particulars go to stderr.
+    print(
+        f"bench scale: {load.samples} samples in {elapsed:.0f} s, {load.requests} requests, "
+        f"{load.errors} refused or failed (retried), server CPU {server_cpu:.0f} s "
+        f"({1000 * server_cpu / max(load.requests, 1):.1f} ms per request), "
+        f"interval {args.interval} s, "
+        f"{args.senders} senders, {os.cpu_count()} cpus; dashboard reads (ms): {dash}",
+        file=sys.stderr,
+    )
+    return out

@@ -1,0 +1,48 @@
+"""`fleetmedic bench scale` runs end to end on a tiny fleet and prints exactly the issue's keys."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from tests.helpers.services import binary
+from web.cli import app
+
+KEYS = {
+    "gpus", "backend", "samples_per_s", "ingest_lag_p95_s", "ingest_lag_max_s", "rss_start_mb",
+    "rss_end_mb", "disk_bytes_per_sample", "hang_query_ms", "idle_query_ms", "correlator_pass_ms",
+}  # fmt: skip
+
+
+def _bench(backend: str) -> dict[str, object]:
+    args = ["bench", "scale", "--json", "--gpus", "200", "--interval", "2", "--minutes", "0.1"]
+    result = CliRunner().invoke(app, [*args, "--backend", backend])
+    assert result.exit_code == 0, result.output
+    (line,) = [x for x in result.output.splitlines() if x.startswith("{")]
+    out: dict[str, object] = json.loads(line)
+    assert set(out) == KEYS
+    return out
+
+
+def _plausible(out: dict[str, object], backend: str) -> None:
+    assert (out["gpus"], out["backend"]) == (200, backend)
+    # 3 rounds of 200 GPUs in about 7 s: every sample acknowledged, with a bounded lag.
+    assert 40 <= float(out["samples_per_s"]) <= 200  # type: ignore[arg-type]
+    assert 0 <= float(out["ingest_lag_p95_s"]) <= float(out["ingest_lag_max_s"]) < 30  # type: ignore[arg-type]
+    assert float(out["disk_bytes_per_sample"]) > 0 and float(out["rss_end_mb"]) > 50  # type: ignore[arg-type]
+    for key in ("hang_query_ms", "idle_query_ms", "correlator_pass_ms"):
+        assert float(out[key]) > 0  # type: ignore[arg-type]
+
+
+@pytest.mark.slow
+def test_bench_scale_on_sqlite_prints_the_issues_keys() -> None:
+    _plausible(_bench("sqlite"), "sqlite")
+
+
+@pytest.mark.slow
+@pytest.mark.integration
+def test_bench_scale_on_victoriametrics_prints_the_issues_keys() -> None:
+    binary(("victoria-metrics",), "REQUIRE_VICTORIAMETRICS", "victoria-metrics")
+    _plausible(_bench("victoriametrics"), "victoriametrics")

@@ -1,0 +1,164 @@
+"""The VictoriaMetrics samples store against the real binary: every SampleStore read answers
+what the SQL store answers for the same samples, hostile label values included."""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from typing import Any
+
+import pytest
+from sqlalchemy.orm import Session, sessionmaker
+
+from timeline import history, queries, samples, service
+from timeline.db import unit_of_work
+from timeline.models import GpuInfo, Sample
+from timeline.samples_sql import SqlSampleStore
+from timeline.samples_vm import VmSampleStore
+from timeline.vm_client import quote, selector
+
+pytestmark = pytest.mark.integration
+
+# What MetricsQL treats specially, as far as the bounds let it through: quotes, backslashes,
+# braces, regex and label syntax, a query's own operators, non-ASCII.
+HOSTILE = 'n"1\\{x}=~|.*,gpu="a"} or vector(1) #ü\\'
+NODES = {"GPU-a": "node-a", "GPU-b": HOSTILE, "GPU-c.*|x": HOSTILE}
+T0 = float(int(time.time()) - 1800)  # within the store's latest lookback
+STEP = 10.0
+FIELDS = ["util_gpu", "power_w", "mem_used_mb", "temp_gpu", "ecc_sbe_volatile"]
+
+
+def _sample(gpu: str, i: int) -> Sample:
+    ts = T0 + i * STEP + 0.25  # not on a whole second: millisecond precision matters
+    if gpu == "GPU-a":  # busy for 10 minutes, then idle: busy only early in a late window
+        util, power = (95.0, 600.0) if i < 60 else (0.0, 70.0)
+    elif gpu == "GPU-b":  # idle at 3%, one sample exactly at the threshold
+        util, power = (5.0 if i == 100 else 3.0), 65.0
+    else:  # spins at full utilization; every 7th row without utilization, every 5th no power
+        util, power = 100.0, 135.0
+    spotty = gpu != "GPU-a" and gpu != "GPU-b"
+    return Sample(
+        ts=ts,
+        gpu_uuid=gpu,
+        util_gpu=None if spotty and i % 7 == 0 else util,
+        power_w=None if spotty and i % 5 == 0 else power,
+        mem_used_mb=1000.0 + i,
+        temp_gpu=40.0 + (i % 3),
+        ecc_sbe_volatile=i // 50,
+        remap_pending=i > 170,
+    )
+
+
+def _load(session_factory: sessionmaker[Session], vm: VmSampleStore) -> None:
+    by_node: dict[str, list[Sample]] = {}
+    for gpu, node in NODES.items():
+        by_node.setdefault(node, []).extend(_sample(gpu, i) for i in range(180))
+    sql = SqlSampleStore()
+    with unit_of_work(session_factory) as s:
+        gpus = [GpuInfo(uuid=g, node=n, index=i) for i, (g, n) in enumerate(NODES.items())]
+        service.upsert_gpus(s, gpus=gpus, now=T0)
+        for node, rows in by_node.items():
+            sql.append(s, node=node, samples=rows)
+            vm.append(s, node=node, samples=rows)
+
+
+def _close(got: Any, want: Any) -> None:
+    """Equal, floats within 1e-9 relative (VictoriaMetrics keeps milliseconds and float64)."""
+    if isinstance(want, dict):
+        assert isinstance(got, dict) and set(got) == set(want), (got, want)
+        for k in want:
+            _close(got[k], want[k])
+    elif isinstance(want, (list, tuple)):
+        assert isinstance(got, (list, tuple)) and len(got) == len(want), (got, want)
+        for g, w in zip(got, want, strict=True):
+            _close(g, w)
+    elif dataclasses.is_dataclass(want) and not isinstance(want, type):
+        assert type(got) is type(want), (got, want)
+        _close(dataclasses.asdict(got), dataclasses.asdict(want))
+    elif isinstance(want, float):
+        assert got == pytest.approx(want, rel=1e-9), (got, want)
+    else:
+        assert got == want, (got, want)
+
+
+WINDOWS = [
+    (since, until, export_s)
+    for since, until in [
+        (T0 + 1190.25, T0 + 1790.25), (T0 + 0.25, T0 + 590.25), (T0 + 1195.0, T0 + 1785.0),
+        (T0 + 0.25, T0 + 1790.25),
+    ]
+    for export_s in (900.0, 0.0)
+]  # fmt: skip
+
+
+def test_vm_store_answers_every_read_like_the_sql_store(
+    session_factory: sessionmaker[Session], vm_store: VmSampleStore
+) -> None:
+    _load(session_factory, vm_store)
+    sql, vm, uuids = SqlSampleStore(), vm_store, sorted(NODES)
+    end = T0 + 179 * STEP + 0.25
+    with session_factory() as s:
+        _close(vm.latest(s), sql.latest(s))
+        _close(vm.latest(s, uuids=["GPU-b", "GPU-x"]), sql.latest(s, uuids=["GPU-b", "GPU-x"]))
+        assert vm.latest(s, uuids=[]) == {}
+        for since, until, export_s in WINDOWS:
+            vm.export_window_s = export_s  # raw samples aggregated here, or MetricsQL rollups
+            for fields in (FIELDS, ["util_gpu"]):
+                args = {"uuids": [*uuids, "GPU-x"], "since": since, "until": until}
+                _close(
+                    vm.window_stats(s, **args, fields=fields),
+                    sql.window_stats(s, **args, fields=fields),
+                )
+            for threshold in (0.0, 5.0, 50.0, 100.0):
+                for inclusive in (False, True):
+                    args = {"uuids": uuids, "field": "util_gpu", "threshold": threshold}
+                    args |= {"since": since, "until": until, "inclusive": inclusive}
+                    _close(vm.last_above(s, **args), sql.last_above(s, **args))
+        for bucket in (60, 300, 3600):
+            for since, until in [(T0, end), (T0 + 45.0, end - 100.0), (T0 + 130, T0 + 170)]:
+                args = {"since": since, "until": until, "bucket_s": bucket}
+                _close(
+                    vm.series(s, uuids=uuids, fields=FIELDS[:3], **args),
+                    sql.series(s, uuids=uuids, fields=FIELDS[:3], **args),
+                )
+                _close(
+                    sorted(vm.node_utilization(s, **args)), sorted(sql.node_utilization(s, **args))
+                )
+
+
+def test_pages_read_the_same_through_the_vm_store(
+    session_factory: sessionmaker[Session], on_vm: VmSampleStore
+) -> None:
+    _load(session_factory, on_vm)
+    end = T0 + 179 * STEP + 0.25
+    with session_factory() as s:
+        on_vm_latest = queries.latest_gpu_samples(s)
+        on_vm_node = queries.latest_gpu_samples(s, node=HOSTILE)
+        on_vm_series = history.gpu_series(s, uuids=sorted(NODES), since=T0, until=end, bucket_s=300)
+        old = samples.use(SqlSampleStore())
+        try:
+            _close(on_vm_latest, queries.latest_gpu_samples(s))
+            _close(on_vm_node, queries.latest_gpu_samples(s, node=HOSTILE))
+            _close(
+                on_vm_series,
+                history.gpu_series(s, uuids=sorted(NODES), since=T0, until=end, bucket_s=300),
+            )
+        finally:
+            samples.use(old)
+    assert {g["uuid"] for g in on_vm_node} == {"GPU-b", "GPU-c.*|x"}
+
+
+def test_label_values_are_quoted_so_a_hostile_one_selects_only_itself(
+    vm_store: VmSampleStore,
+) -> None:
+    assert quote('a"b\\c\nd') == '"a\\"b\\\\c\\nd"'
+    sel = selector("fleetmedic_gpu_util_gpu", labels={"node": HOSTILE})
+    vm_store.vm.import_lines(
+        [{"metric": {"__name__": "fleetmedic_gpu_util_gpu", "gpu": g, "node": n},
+          "values": [1.0], "timestamps": [int(T0 * 1000)]} for g, n in NODES.items()]
+    )  # fmt: skip
+    got = vm_store.vm.query(f"last_over_time({sel}[1h])", at=T0 + 60)
+    assert sorted(r["metric"]["gpu"] for r in got) == ["GPU-b", "GPU-c.*|x"]
+    among = selector("fleetmedic_gpu_util_gpu", among={"gpu": ["GPU-c.*|x"]})
+    got = vm_store.vm.query(f"last_over_time({among}[1h])", at=T0 + 60)
+    assert [r["metric"]["gpu"] for r in got] == ["GPU-c.*|x"]  # not a regex of its own
