@@ -11,7 +11,20 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import ColumnElement, Table, and_, any_, bindparam, case, func, or_, select
+from sqlalchemy import (
+    Boolean,
+    ColumnElement,
+    Integer,
+    Table,
+    and_,
+    any_,
+    bindparam,
+    case,
+    cast,
+    func,
+    or_,
+    select,
+)
 from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.orm import Session
 
@@ -71,6 +84,11 @@ def _joined(table: Table) -> Any:
     return table.join(t.gpu_ids, t.gpu_ids.c.id == table.c.gpu_id)
 
 
+def _ordered(col: Any) -> Any:
+    """The column as min/max can take it: PostgreSQL has no min(boolean); 0/1 orders the same."""
+    return cast(col, Integer) if isinstance(col.type, Boolean) else col
+
+
 def window_stats(
     session: Session, p: Plan, uuids: Sequence[str], fields: Sequence[str]
 ) -> dict[str, WindowStats]:
@@ -79,7 +97,8 @@ def window_stats(
     aggs: list[Any] = [func.min(s.c.ts_ms), func.max(s.c.ts_ms), func.count()]
     for f in fields:
         with_f = case((s.c[f].is_not(None), s.c.ts_ms))
-        aggs += [func.min(s.c[f]), func.max(s.c[f]), func.count(s.c[f])]
+        col = _ordered(s.c[f])
+        aggs += [func.min(col), func.max(col), func.count(s.c[f])]
         aggs += [func.min(with_f), func.max(with_f)]
     queries = [
         select(uuid, *aggs)

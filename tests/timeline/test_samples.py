@@ -58,6 +58,24 @@ def test_window_stats_count_nulls_per_field_and_bound_the_window(session: Sessio
     assert (power.first_ts, power.last_ts) == (NOW - 50, NOW - 40)
 
 
+def test_window_stats_of_a_boolean_field_count_and_order_false_before_true(
+    session: Session,
+) -> None:
+    _store_rows(
+        session,
+        [
+            Sample(ts=NOW - 50, gpu_uuid="GPU-a", remap_pending=False),
+            Sample(ts=NOW - 40, gpu_uuid="GPU-a", remap_pending=True),
+            Sample(ts=NOW - 30, gpu_uuid="GPU-a"),
+        ],
+    )
+    stats = samples.store().window_stats(
+        session, uuids=["GPU-a"], since=NOW - 60, until=NOW, fields=["remap_pending"]
+    )
+    pending = stats["GPU-a"].fields["remap_pending"]
+    assert (pending.min, pending.max, pending.count) == (0, 1, 2)
+
+
 def test_last_above_honours_inclusive_threshold(session: Session) -> None:
     _store_rows(
         session,
