@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from sqlalchemy import and_, func, or_, select
@@ -11,15 +12,18 @@ from timeline import samples
 from timeline import tables as t
 
 
-def latest_gpu_samples(session: Session, *, node: str | None = None) -> list[dict[str, Any]]:
-    """Each known GPU with its newest sample (None fields where it has none)."""
+def latest_gpu_samples(
+    session: Session, *, node: str | None = None, fields: Sequence[str] | None = None
+) -> list[dict[str, Any]]:
+    """Each known GPU with its newest sample (every field, or only `fields`; None where it
+    has none)."""
     stmt = select(t.gpus).order_by(t.gpus.c.node, t.gpus.c.index)
     if node is not None:
         stmt = stmt.where(t.gpus.c.node == node)
     gpus = [dict(r) for r in session.execute(stmt).mappings()]
     wanted = None if node is None else [g["uuid"] for g in gpus]
-    newest = samples.store().latest(session, uuids=wanted)
-    keys = (*t.SAMPLE_FIELDS, "ts")
+    newest = samples.store().latest(session, uuids=wanted, fields=fields)
+    keys = (*(t.SAMPLE_FIELDS if fields is None else fields), "ts")
     for g in gpus:
         found = newest.get(g["uuid"], {})
         g.update((k, found.get(k)) for k in keys)

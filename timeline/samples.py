@@ -46,9 +46,14 @@ class SampleStore(Protocol):
         ...
 
     def latest(
-        self, session: Session, *, uuids: Sequence[str] | None = None
+        self,
+        session: Session,
+        *,
+        uuids: Sequence[str] | None = None,
+        fields: Sequence[str] | None = None,
     ) -> dict[str, dict[str, Any]]:
-        """GPU uuid -> its newest sample (every field and `ts`), for these GPUs or all."""
+        """GPU uuid -> its newest sample (`ts` and every field, or only `fields`), for these
+        GPUs or all."""
         ...
 
     def window_stats(

@@ -202,20 +202,27 @@ class SqlSampleStore:
         return append(session, node=node, samples=samples)
 
     def latest(
-        self, session: Session, *, uuids: Sequence[str] | None = None
+        self,
+        session: Session,
+        *,
+        uuids: Sequence[str] | None = None,
+        fields: Sequence[str] | None = None,
     ) -> dict[str, dict[str, Any]]:
         """GPU uuid -> its newest sample, from gpu_latest (no history read)."""
         g, lt = t.gpu_ids, t.gpu_latest
-        stmt = select(g.c.uuid, lt).join(g, g.c.id == lt.c.gpu_id)
+        names = list(FIELDS) if fields is None else [f for f in fields if f in FIELDS]
+        stmt = select(g.c.uuid, lt.c.ts_ms, *(lt.c[f] for f in names))
+        stmt = stmt.join(g, g.c.id == lt.c.gpu_id)
         if uuids is not None:
             if not uuids:
                 return {}
             stmt = stmt.where(among(session, g.c.uuid, uuids))
         out = {}
-        for row in session.execute(stmt).mappings():
-            d = {f: row[f] for f in FIELDS}
-            d["gpu_uuid"], d["ts"] = row["uuid"], row["ts_ms"] / 1000.0
-            out[row["uuid"]] = d
+        # Tuples, not mappings: the fleet page reads every GPU's row on each build.
+        for uuid, ts_ms, *values in session.execute(stmt).tuples():
+            d = dict(zip(names, values, strict=True))
+            d["gpu_uuid"], d["ts"] = uuid, ts_ms / 1000.0
+            out[uuid] = d
         return out
 
     def _plan(self, session: Session, since: float, until: float, inclusive: bool) -> Plan:

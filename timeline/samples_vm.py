@@ -81,13 +81,20 @@ class VmSampleStore:
         self.vm.import_lines(lines)
         return len(samples)
 
-    def latest(self, session: Session, *, uuids: Sequence[str] | None = None) -> dict[str, dict]:
+    def latest(
+        self,
+        session: Session,
+        *,
+        uuids: Sequence[str] | None = None,
+        fields: Sequence[str] | None = None,
+    ) -> dict[str, dict]:
         """GPU uuid -> its newest row within the lookback (fields that row left empty are
         None, as in SQL; `extra` is not kept here)."""
         wanted = None if uuids is None else set(uuids)
         if wanted is not None and not wanted:
             return {}
-        sel = self._sel(FIELDS, wanted) + f"[{round(self.latest_lookback_s * 1000)}ms]"
+        names = FIELDS if fields is None else [f for f in FIELDS if f in fields]
+        sel = self._sel(names, wanted) + f"[{round(self.latest_lookback_s * 1000)}ms]"
         now = time.time()
         stamps = self._by_gpu_field(f"tlast_over_time({sel})", at=now, uuids=wanted)
         values = self._by_gpu_field(f"last_over_time({sel})", at=now, uuids=wanted)

@@ -35,6 +35,12 @@ def test_latest_returns_each_gpus_newest_sample(session: Session) -> None:
     assert set(samples.store().latest(session, uuids=["GPU-b"])) == {"GPU-b"}
 
 
+def test_latest_reads_only_the_fields_asked_for(session: Session) -> None:
+    _store_rows(session, [Sample(ts=NOW - 10, gpu_uuid="GPU-a", util_gpu=20.0, power_w=300.5)])
+    latest = samples.store().latest(session, fields=["util_gpu"])
+    assert latest == {"GPU-a": {"gpu_uuid": "GPU-a", "ts": NOW - 10, "util_gpu": 20.0}}
+
+
 def test_window_stats_count_nulls_per_field_and_bound_the_window(session: Session) -> None:
     _store_rows(
         session,
