@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from pathlib import Path
 
 from fastapi import FastAPI
@@ -51,6 +51,38 @@ def _routes(app: FastAPI) -> None:
     app.mount("/assets", StaticFiles(directory=STATIC_DIR), name="assets")
 
 
+def _lifespan(
+    settings: Settings, runtime: ServerRuntime, leader: LeaseElector, configure: Configure | None
+) -> Callable[[FastAPI], AbstractAsyncContextManager[None]]:
+    """Start-up adds the periodic work and joins the election; shutdown leaves it first."""
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        if configure is not None:
+            configure(runtime, settings)
+        leader.start()
+        log.info("fleetmedic %s serving with %s", __version__, settings.safe_database_url())
+        try:
+            yield
+        finally:
+            leader.stop()  # stops the periodic work, then releases the lease
+            app.state.engine.dispose()
+
+    return lifespan
+
+
+def _metrics(
+    app: FastAPI, leader: LeaseElector, registry: CollectorRegistry | None
+) -> ServerMetrics:
+    """The server's own counters plus the fleet, healer and table-size families of /metrics."""
+    factory, settings = app.state.session_factory, app.state.settings
+    metrics = ServerMetrics(leader, registry=registry)
+    metrics.registry.register(DashboardCollector(factory, settings, app.state.fleet_cache))
+    metrics.registry.register(HealerCollector(factory))
+    metrics.registry.register(TableBytesCollector(factory))
+    return metrics
+
+
 def create_app(
     settings: Settings,
     *,
@@ -79,23 +111,11 @@ def create_app(
         renew_s=settings.leader_renew_s,
     )
 
-    @asynccontextmanager
-    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
-        if configure is not None:
-            configure(runtime, settings)
-        leader.start()
-        log.info("fleetmedic %s serving with %s", __version__, settings.safe_database_url())
-        try:
-            yield
-        finally:
-            leader.stop()  # stops the periodic work, then releases the lease
-            engine.dispose()
-
     app = FastAPI(
         title="fleetmedic",
         version=__version__,
         description="GPU fleet observability and self-healing",
-        lifespan=lifespan,
+        lifespan=_lifespan(settings, runtime, leader, configure),
         # Served by web.api.ops, behind `docs_public`.
         docs_url=None,
         redoc_url=None,
@@ -106,11 +126,8 @@ def create_app(
     app.state.engine = engine
     app.state.session_factory = factory
     app.state.write_lock = db.write_lock(engine, settings.database_busy_timeout_s)
-    app.state.fleet_cache = cache = FleetCache(settings.fleet_cache_s, factory)
-    app.state.metrics = ServerMetrics(leader, registry=registry)
-    app.state.metrics.registry.register(DashboardCollector(factory, settings, cache))
-    app.state.metrics.registry.register(HealerCollector(factory))
-    app.state.metrics.registry.register(TableBytesCollector(factory))
+    app.state.fleet_cache = FleetCache(settings.fleet_cache_s, factory)
+    app.state.metrics = _metrics(app, leader, registry)
     app.state.runtime = runtime
     app.state.sample_store = sample_store
     app.state.leader = leader
