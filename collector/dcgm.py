@@ -18,7 +18,7 @@ from typing import Any
 import httpx
 
 from collector.base import Observations
-from collector.health import SourceHealth
+from collector.health import SourceHealth, http_ok
 from collector.parse.dcgm import (
     GpuScrape,
     dcgm_event,
@@ -111,18 +111,8 @@ class DcgmSource:
     # --- internals --------------------------------------------------------------------------
 
     def _fetch(self) -> str | None:
-        try:
-            resp = self.client.get(self.url, timeout=self.timeout_s)
-        except httpx.TimeoutException as exc:
-            self.health.error("http_timeout", exc)
-            return None
-        except httpx.HTTPError as exc:
-            self.health.error("http_error", exc)
-            return None
-        if resp.status_code != 200:
-            self.health.error(f"http_{resp.status_code}")
-            return None
-        return resp.text
+        resp = http_ok(self.health, lambda: self.client.get(self.url, timeout=self.timeout_s))
+        return None if resp is None else resp.text
 
     def _changes(self, prev: GpuScrape, g: GpuScrape, ts: float) -> list[Event]:
         out: list[Event] = []

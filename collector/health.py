@@ -5,7 +5,10 @@ from __future__ import annotations
 import logging
 import threading
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
+
+import httpx
 
 log = logging.getLogger(__name__)
 
@@ -62,3 +65,20 @@ def all_health() -> list[SourceHealth]:
     """Every SourceHealth made in this process."""
     with _REGISTRY_LOCK:
         return list(_REGISTRY)
+
+
+def http_ok(health: SourceHealth, send: Callable[[], httpx.Response]) -> httpx.Response | None:
+    """The response of `send()` when it is a 200; a timeout, transport error or other status
+    is counted on `health` (never raised) and gives None."""
+    try:
+        resp = send()
+    except httpx.TimeoutException as exc:
+        health.error("http_timeout", exc)
+        return None
+    except httpx.HTTPError as exc:
+        health.error("http_error", exc)
+        return None
+    if resp.status_code != 200:
+        health.error(f"http_{resp.status_code}")
+        return None
+    return resp

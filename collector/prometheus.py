@@ -20,7 +20,7 @@ from pydantic import TypeAdapter, ValidationError
 
 from collector.base import Observations
 from collector.dcgm import DcgmSource
-from collector.health import SourceHealth
+from collector.health import SourceHealth, http_ok
 from collector.parse.dcgm import DcgmRow, group_by_gpu
 from timeline.bounds import Name255
 from timeline.settings import Settings
@@ -80,20 +80,15 @@ class PrometheusSource:
         return out
 
     def _query(self, ts: float) -> list[Any] | None:
-        try:
-            resp = self.client.post(
+        resp = http_ok(
+            self.health,
+            lambda: self.client.post(
                 f"{self.url}/api/v1/query",
                 data={"query": self.selector, "time": f"{ts:.3f}"},
                 timeout=self.timeout_s,
-            )
-        except httpx.TimeoutException as exc:
-            self.health.error("http_timeout", exc)
-            return None
-        except httpx.HTTPError as exc:
-            self.health.error("http_error", exc)
-            return None
-        if resp.status_code != 200:
-            self.health.error(f"http_{resp.status_code}")
+            ),
+        )
+        if resp is None:
             return None
         try:
             body = resp.json()
