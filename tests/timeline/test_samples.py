@@ -7,14 +7,15 @@ from collections.abc import Sequence
 from sqlalchemy.orm import Session
 
 from timeline import samples, service
-from timeline.models import Batch, Sample
+from timeline.models import Batch, Sample, SampleRow
 from timeline.samples_sql import SqlSampleStore
 
 NOW = 1_800_000_000.0
 
 
 def _store_rows(session: Session, rows: Sequence[Sample], node: str = "n1") -> None:
-    assert samples.store().append(session, node=node, samples=rows) == len(rows)
+    light = [SampleRow.of(r) for r in rows]
+    assert samples.store().append(session, node=node, samples=light) == len(rows)
     session.commit()
 
 
@@ -101,7 +102,7 @@ class _Recording(SqlSampleStore):
     def __init__(self) -> None:
         self.appended = 0
 
-    def append(self, session: Session, *, node: str, samples: Sequence[Sample]) -> int:
+    def append(self, session: Session, *, node: str, samples: Sequence[SampleRow]) -> int:
         self.appended += len(samples)
         return super().append(session, node=node, samples=samples)
 
