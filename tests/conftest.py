@@ -15,7 +15,7 @@ from sqlalchemy.orm import Session, sessionmaker
 import correlator.tables  # noqa: F401  (registers the correlator's tables on metadata)
 import healer.tables  # noqa: F401  (registers the healer's tables on metadata)
 import timeline.deliveries  # noqa: F401  (registers the notifications table)
-from timeline import db
+from timeline import db, gpu_id_cache
 from timeline.tables import metadata
 
 
@@ -110,6 +110,7 @@ def engine(migrated_url: str, _engines: dict[str, Engine]) -> Iterator[Engine]:
     with eng.begin() as conn:
         for table in reversed(metadata.sorted_tables):
             conn.execute(table.delete())
+    gpu_id_cache.forget_all()  # gpu_ids emptied: ids the process remembers are wrong now
 
 
 @pytest.fixture()

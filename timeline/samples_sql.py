@@ -13,7 +13,7 @@ import orjson
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from timeline import samples_read
+from timeline import gpu_id_cache, samples_read
 from timeline import tables as t
 from timeline.models import SampleRow
 from timeline.samples import WindowStats
@@ -28,7 +28,13 @@ def _ms(ts: float) -> int:
 
 def gpu_ids(session: Session, *, node: str, uuids: set[str]) -> dict[str, int]:
     """The integer id of each GPU uuid, adding the ones not seen before (under `node`)."""
-    found = _ids_of(session, sorted(uuids))
+    cached = gpu_id_cache.known(session)
+    found = {u: i for u in uuids if (i := cached.get(u)) is not None}
+    if len(found) == len(uuids):
+        return found
+    looked_up = _ids_of(session, sorted(uuids - found.keys()))
+    gpu_id_cache.remember(session, looked_up)
+    found.update(looked_up)
     missing = sorted(uuids - found.keys())
     if missing:
         dialect = session.get_bind().dialect.name
@@ -36,7 +42,9 @@ def gpu_ids(session: Session, *, node: str, uuids: set[str]) -> dict[str, int]:
         tail = "" if dialect == "sqlite" else " ON CONFLICT (uuid) DO NOTHING"
         add = f"{verb} INTO gpu_ids (uuid, node) VALUES ({_marks(session, 2)}){tail}"
         _executemany(session, add, [(u, node) for u in missing])
-        found.update(_ids_of(session, missing))
+        added = _ids_of(session, missing)
+        gpu_id_cache.remember(session, added)
+        found.update(added)
     return found
 
 
