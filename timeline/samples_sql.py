@@ -11,6 +11,7 @@ from typing import Any
 
 import orjson
 from sqlalchemy import select
+from sqlalchemy.dialects import postgresql
 from sqlalchemy.orm import Session
 
 from timeline import gpu_id_cache, samples_read
@@ -92,6 +93,9 @@ def _executemany(session: Session, stmt: str, rows: list[Any]) -> None:
 
 _AT = {f: SampleRow._fields.index(f) for f in FIELDS}  # a field's position in a SampleRow
 _EXTRA = "extra"
+# a column's PostgreSQL array type, for the unnest of a batch (extra: JSON sent as text)
+_PG_ARRAY = {c.name: f"{c.type.compile(dialect=postgresql.dialect())}[]" for c in t.samples.c}
+_PG_ARRAY[_EXTRA] = "text[]"
 
 
 def _columns(samples: Sequence[SampleRow]) -> tuple[list[str], list[tuple[Any, ...]]]:
@@ -118,34 +122,47 @@ def _rows(
     return list(zip(gpu, ms, *values, strict=True))
 
 
-def _append_pg(session: Session, rows: list[tuple[Any, ...]], cols: str) -> None:
-    """PostgreSQL: one COPY into a staging table, then samples and gpu_latest from it.
+def _quoted(name: str) -> str:
+    return f'"{name}"'
 
-    COPY straight into samples failed the whole COPY on a (GPU, millisecond) stored before,
-    and COPYing the newest rows again for gpu_latest doubled the client's work (profiled).
-    Rows go in GPU order so two writers lock gpu_latest rows in one order (no deadlock).
+
+def _array(column: Sequence[Any]) -> str:
+    """A PostgreSQL array literal of numbers or booleans (None: NULL); finite by the contract."""
+    if None in column:
+        return "{" + ",".join("NULL" if v is None else str(v) for v in column) + "}"
+    return "{" + ",".join(map(str, column)) + "}"
+
+
+def _append_pg(session: Session, rows: list[tuple[Any, ...]], fields: list[str]) -> None:
+    """PostgreSQL: samples and gpu_latest in one statement, from arrays unnested by the server.
+
+    No staging table (its TRUNCATE alone cost 2-3 ms a batch) and one round trip; numbers go
+    as array literals, cheaper to build than psycopg's dumping of 1,000-item lists (profiled).
+    gpu_latest rows are written in GPU order so two writers lock them in one order (no
+    deadlock); of two samples of one GPU in one millisecond the first wins, as in SQLite.
     """
-    every = ", ".join(f'"{c}"' for c in ("gpu_id", "ts_ms", *FIELDS))
-    sets = ", ".join(f'"{c}" = excluded."{c}"' for c in ("ts_ms", *FIELDS))
+    names = ["gpu_id", "ts_ms", *fields]
+    columns = list(zip(*rows, strict=True))
+    params = [list(c) if n == _EXTRA else _array(c) for n, c in zip(names, columns, strict=True)]
+    casts = ", ".join(f"%s::{_PG_ARRAY[n]}" for n in names)
+    cols = ", ".join(map(_quoted, names))
+    picked = ", ".join(f'"{n}"::json' if n == _EXTRA else f'"{n}"' for n in names)
+    every = ["gpu_id", "ts_ms", *FIELDS]
+    latest = ", ".join(
+        f'"{n}"::json' if n == _EXTRA and n in fields else f'"{n}"' if n in names else "NULL"
+        for n in every
+    )
+    sets = ", ".join(f'"{c}" = excluded."{c}"' for c in every[1:])
+    stmt = (
+        f"WITH r AS (SELECT * FROM unnest({casts}) WITH ORDINALITY AS r({cols}, n)), "
+        f"s AS (INSERT INTO samples ({cols}) SELECT {picked} FROM r ORDER BY n "
+        "ON CONFLICT DO NOTHING) "
+        f"INSERT INTO gpu_latest ({', '.join(map(_quoted, every))}) "
+        f"SELECT DISTINCT ON (gpu_id) {latest} FROM r ORDER BY gpu_id, ts_ms DESC, n "
+        f"ON CONFLICT (gpu_id) DO UPDATE SET {sets} WHERE excluded.ts_ms > gpu_latest.ts_ms"
+    )
     with _raw(session).cursor() as cur:
-        cur.execute(
-            "CREATE TEMP TABLE IF NOT EXISTS samples_in "
-            "(LIKE gpu_latest INCLUDING DEFAULTS, n serial) ON COMMIT DELETE ROWS"
-        )
-        with cur.copy(f"COPY samples_in ({cols}) FROM STDIN") as copy:
-            for row in rows:
-                copy.write_row(row)
-        # The first of two samples of one GPU in one millisecond wins, as in gpu_latest.
-        cur.execute(
-            f"INSERT INTO samples ({every}) SELECT {every} FROM samples_in "
-            "ORDER BY n ON CONFLICT DO NOTHING"
-        )
-        cur.execute(
-            f"INSERT INTO gpu_latest ({every}) SELECT DISTINCT ON (gpu_id) {every} "
-            "FROM samples_in ORDER BY gpu_id, ts_ms DESC, n "
-            f"ON CONFLICT (gpu_id) DO UPDATE SET {sets} WHERE excluded.ts_ms > gpu_latest.ts_ms"
-        )
-        cur.execute("TRUNCATE samples_in")  # a later batch in this transaction starts empty
+        cur.execute(stmt, params)
 
 
 def append(session: Session, *, node: str, samples: Sequence[SampleRow]) -> int:
@@ -162,7 +179,7 @@ def append(session: Session, *, node: str, samples: Sequence[SampleRow]) -> int:
     rows = _rows(columns, ids, fields)
     cols = ", ".join(f'"{c}"' for c in ("gpu_id", "ts_ms", *fields))
     if session.get_bind().dialect.name == "postgresql":
-        _append_pg(session, rows, cols)
+        _append_pg(session, rows, fields)
         return len(rows)
     marks = _marks(session, len(fields) + 2)
     _executemany(session, f"INSERT OR IGNORE INTO samples ({cols}) VALUES ({marks})", rows)
