@@ -153,13 +153,14 @@ def _append_pg(session: Session, rows: list[tuple[Any, ...]], fields: list[str])
         for n in every
     )
     sets = ", ".join(f'"{c}" = excluded."{c}"' for c in every[1:])
+    # gpu_latest in the WITH: PostgreSQL runs an unread data-modifying WITH after the main
+    # statement, so its row locks (which concurrent batches of these GPUs wait on) come last.
     stmt = (
         f"WITH r AS (SELECT * FROM unnest({casts}) WITH ORDINALITY AS r({cols}, n)), "
-        f"s AS (INSERT INTO samples ({cols}) SELECT {picked} FROM r ORDER BY n "
-        "ON CONFLICT DO NOTHING) "
-        f"INSERT INTO gpu_latest ({', '.join(map(_quoted, every))}) "
+        f"l AS (INSERT INTO gpu_latest ({', '.join(map(_quoted, every))}) "
         f"SELECT DISTINCT ON (gpu_id) {latest} FROM r ORDER BY gpu_id, ts_ms DESC, n "
-        f"ON CONFLICT (gpu_id) DO UPDATE SET {sets} WHERE excluded.ts_ms > gpu_latest.ts_ms"
+        f"ON CONFLICT (gpu_id) DO UPDATE SET {sets} WHERE excluded.ts_ms > gpu_latest.ts_ms) "
+        f"INSERT INTO samples ({cols}) SELECT {picked} FROM r ORDER BY n ON CONFLICT DO NOTHING"
     )
     with _raw(session).cursor() as cur:
         cur.execute(stmt, params)

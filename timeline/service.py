@@ -69,9 +69,6 @@ def append_batch(
         return AppendResult(batch_id=batch.batch_id, duplicate=True, rejected=list(rejected))
     upsert_gpus(session, gpus=batch.gpus, now=now)
     upsert_nodes(session, nodes=batch.nodes, now=now)
-    if samples or batch.gpus:  # an agent on that node; cluster sources send neither
-        _touch_node(session, name=batch.node, now=now)
-    sample_store.store().append(session, node=batch.node, samples=samples)
     stored_events = append_events(session, events=batch.events, batch_id=batch.batch_id, now=now)
     upsert_jobs(session, jobs=batch.jobs, now=now)
     upsert_allocations(session, allocations=batch.allocations)
@@ -79,6 +76,11 @@ def append_batch(
     if rejected:
         note = rejection_event(batch, rejected, now, size=size)
         append_events(session, events=[note], now=now)
+    # Last: the rows every batch of a node rewrites (its GPUs' gpu_latest, its nodes row)
+    # stay locked until the commit; written last, concurrent batches wait the least.
+    sample_store.store().append(session, node=batch.node, samples=samples)
+    if samples or batch.gpus:  # an agent on that node; cluster sources send neither
+        _touch_node(session, name=batch.node, now=now)
     return AppendResult(
         batch_id=batch.batch_id,
         duplicate=False,
