@@ -119,8 +119,16 @@ def test_fast_check_accepts_only_what_the_model_accepts_with_equal_values(item: 
 
 
 @settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow], deadline=None)
-@given(items=st.lists(sample_items(), min_size=1, max_size=6))
-def test_intake_of_samples_equals_the_model_path_item_by_item(items: list[Any]) -> None:
+@given(items=st.lists(sample_items(), min_size=1, max_size=6), same_keys=st.booleans())
+def test_intake_of_samples_equals_the_model_path_item_by_item(
+    items: list[Any], same_keys: bool
+) -> None:
+    if same_keys and isinstance(items[0], dict):  # an agent's usual batch: checked by column
+        keys = list(items[0])
+        items = [
+            {k: (item.get(k, items[0][k]) if isinstance(item, dict) else items[0][k]) for k in keys}
+            for item in items
+        ]
     body = orjson.dumps({"agent": "a", "node": "n", "batch_id": "batch-0001", "samples": items})
     intake = take_in(body, max_items=100, window=WINDOW)
     models = [(i, _model(item)) for i, item in enumerate(items)]
