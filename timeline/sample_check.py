@@ -11,6 +11,7 @@ messages stay the model's own. The bounds are read off the model's fields at imp
 
 from __future__ import annotations
 
+import functools
 import types
 from typing import Annotated, Any, Union, get_args, get_origin
 
@@ -73,6 +74,8 @@ def _check_fixed_bounds() -> None:
 
 
 _check_fixed_bounds()
+# SampleRow._make without its Python frame per row (5% of the ingest's time, profiled)
+_new_row = functools.partial(tuple.__new__, SampleRow)
 _NAME_BAD = b._NAME_BAD  # the compiled form of b.NAME_PATTERN's forbidden characters
 
 
@@ -201,4 +204,4 @@ def _by_column(items: list[Any], keys: list[str], lo_ts: float, hi_ts: float) ->
         columns[_FIELDS.index(key)] = col
     n = len(items)
     full = [[None] * n if c is None else c for c in columns]
-    return list(map(SampleRow._make, zip(*full, strict=True)))
+    return list(map(_new_row, zip(*full, strict=True)))
