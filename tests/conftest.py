@@ -16,7 +16,7 @@ import correlator.tables  # noqa: F401  (registers the correlator's tables on me
 import healer.tables  # noqa: F401  (registers the healer's tables on metadata)
 import timeline.deliveries  # noqa: F401  (registers the notifications table)
 from tests.helpers.vm import on_vm, vm_store, vm_url  # noqa: F401  (VictoriaMetrics fixtures)
-from timeline import db
+from timeline import db, gpu_id_cache
 from timeline.tables import metadata
 
 
@@ -111,6 +111,7 @@ def engine(migrated_url: str, _engines: dict[str, Engine]) -> Iterator[Engine]:
     with eng.begin() as conn:
         for table in reversed(metadata.sorted_tables):
             conn.execute(table.delete())
+    gpu_id_cache.forget_all()  # gpu_ids emptied: ids the process remembers are wrong now
 
 
 @pytest.fixture()

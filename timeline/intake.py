@@ -31,7 +31,9 @@ from timeline.models import (
     Node,
     RejectedItem,
     Sample,
+    SampleRow,
 )
+from timeline.sample_check import fast_rows
 
 ITEM_MODELS: dict[str, type[BaseModel]] = {
     "gpus": GpuInfo,
@@ -50,10 +52,14 @@ _PATTERN_WORDS = "contains a NUL or another control character"
 
 @dataclass
 class Intake:
-    """A batch as taken in: its valid items, the rejected ones, and the body's digest."""
+    """A batch as taken in: its valid items, the rejected ones, and the body's digest.
+
+    The valid samples travel apart, as light rows in `samples`; `batch.samples` stays empty.
+    """
 
     batch: Batch
     digest: str
+    samples: list[SampleRow] = field(default_factory=list)
     rejected: list[RejectedItem] = field(default_factory=list)
     # kind -> the body's index of each kept item, so later checks name items as sent
     positions: dict[str, list[int]] = field(default_factory=dict)
@@ -103,13 +109,16 @@ def take_in(
     rejected: list[RejectedItem] = []
     good: dict[str, list[Any]] = {}
     for kind, items in lists.items():
-        good[kind] = list(_validate(kind, items, context, rejected))
+        good[kind] = list(_validate(kind, items, context, rejected, window))
     if may_write_node is not None:
         _bind_nodes(good, may_write_node, rejected)
     rejected.sort(key=lambda r: (ITEM_KINDS.index(r.kind), r.index))
-    batch = head.model_copy(update={k: [item for _, item in v] for k, v in good.items()})
     positions = {k: [i for i, _ in v] for k, v in good.items()}
-    return Intake(batch=batch, digest=digest_of(obj), rejected=rejected, positions=positions)
+    rows = [row for _, row in good.pop("samples")]
+    batch = head.model_copy(update={k: [item for _, item in v] for k, v in good.items()})
+    return Intake(
+        batch=batch, digest=digest_of(obj), samples=rows, rejected=rejected, positions=positions
+    )
 
 
 def _item_lists(obj: dict[str, Any], max_items: int, max_records: int) -> dict[str, list[Any]]:
@@ -140,11 +149,29 @@ def _envelope(head: dict[str, Any]) -> Batch:
 
 
 def _validate(
-    kind: str, items: list[Any], context: dict[str, Any] | None, rejected: list[RejectedItem]
-) -> Iterator[tuple[int, BaseModel]]:
-    """(index, model) of each valid item; the invalid ones go to `rejected`."""
+    kind: str,
+    items: list[Any],
+    context: dict[str, Any] | None,
+    rejected: list[RejectedItem],
+    window: TimeWindow | None,
+) -> Iterator[tuple[int, Any]]:
+    """(index, model) of each valid item (samples: a SampleRow); the invalid go to `rejected`."""
     if not items:
         return
+    if kind == "samples":
+        rows = fast_rows(items, window)
+        if rows is not None:  # the common case, a model per sample cost more than storing it
+            yield from enumerate(rows)
+        else:  # the model judges, so the rejections and their words are the model's
+            for i, sample in _validate_models(kind, items, context, rejected):
+                yield i, SampleRow.of(sample)  # type: ignore[arg-type]
+        return
+    yield from _validate_models(kind, items, context, rejected)
+
+
+def _validate_models(
+    kind: str, items: list[Any], context: dict[str, Any] | None, rejected: list[RejectedItem]
+) -> Iterator[tuple[int, BaseModel]]:
     try:  # the common case: every item is fine, one call validates them all
         yield from enumerate(_LISTS[kind].validate_python(items, context=context))
         return

@@ -7,7 +7,7 @@ field's type and bounds come from timeline.bounds (the boundary contract).
 from __future__ import annotations
 
 import enum
-from typing import Annotated
+from typing import Annotated, Any, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -106,6 +106,48 @@ class Sample(BaseModel):
     energy_mj: b.MilliJoules | None = None
     # e.g. DCGM profiling fields (sm_active, tensor_active)
     extra: dict[b.ExtraKey, b.ExtraValue] | None = Field(default=None, max_length=b.EXTRA_MAX_KEYS)
+
+
+class SampleRow(NamedTuple):
+    """A validated sample as a light row: Sample's fields by name, without a model's cost.
+
+    The ingest hands a batch's samples to the SampleStore as these (a model per sample cost
+    more than storing it, profiled); absent fields are None.
+    """
+
+    ts: float
+    gpu_uuid: str
+    util_gpu: float | None = None
+    util_mem: float | None = None
+    mem_used_mb: float | None = None
+    mem_total_mb: float | None = None
+    power_w: float | None = None
+    temp_gpu: float | None = None
+    temp_mem: float | None = None
+    sm_clock_mhz: float | None = None
+    clock_event_reasons: int | None = None
+    ecc_sbe_volatile: int | None = None
+    ecc_dbe_volatile: int | None = None
+    ecc_sbe_aggregate: int | None = None
+    ecc_dbe_aggregate: int | None = None
+    remapped_correctable: int | None = None
+    remapped_uncorrectable: int | None = None
+    remap_pending: bool | None = None
+    remap_failure: bool | None = None
+    retired_pages_sbe: int | None = None
+    retired_pages_dbe: int | None = None
+    pcie_replay: int | None = None
+    nvlink_crc_errors: int | None = None
+    nvlink_replay_errors: int | None = None
+    nvlink_recovery_errors: int | None = None
+    energy_mj: float | None = None
+    extra: dict[str, float] | None = None
+
+    @classmethod
+    def of(cls, sample: Sample) -> SampleRow:
+        """The row of a validated Sample model."""
+        d: dict[str, Any] = sample.__dict__
+        return cls._make(d[f] for f in cls._fields)
 
 
 class Event(BaseModel):

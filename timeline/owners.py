@@ -46,10 +46,12 @@ def refuse_foreign_gpus(
     """Leave out of `intake.batch` each item naming a GPU stored under a node the token may not
     write, listing it in `intake.rejected` (403); returns how many were left out."""
     batch = intake.batch
+    lists: dict[str, list[Any]] = {k: getattr(batch, k) for k in _GPU_FIELDS}
+    lists["samples"] = intake.samples  # they travel apart, as rows
     named = {
         uuid
         for kind, attr in _GPU_FIELDS.items()
-        for item in getattr(batch, kind)
+        for item in lists[kind]
         if (uuid := getattr(item, attr)) is not None
     }
     foreign = {u: n for u, n in _owners(session, named).items() if not may_write_node(n)}
@@ -60,7 +62,7 @@ def refuse_foreign_gpus(
     for kind, attr in _GPU_FIELDS.items():
         kept, kept_pos = [], []
         positions = intake.positions.get(kind, [])
-        for i, item in enumerate(getattr(batch, kind)):
+        for i, item in enumerate(lists[kind]):
             pos = positions[i] if i < len(positions) else i
             owner = foreign.get(getattr(item, attr) or "")
             if owner is None:
@@ -79,6 +81,7 @@ def refuse_foreign_gpus(
             )
         update[kind] = kept
         intake.positions[kind] = kept_pos
+    intake.samples = update.pop("samples")
     intake.batch = batch.model_copy(update=update)
     intake.rejected.sort(key=lambda r: (ITEM_KINDS.index(r.kind), r.index))
     return left_out

@@ -13,7 +13,7 @@ from typing import Any, Protocol
 
 from sqlalchemy.orm import Session
 
-from timeline.models import Sample
+from timeline.models import SampleRow
 from timeline.settings import Settings
 
 
@@ -41,8 +41,8 @@ class WindowStats:
 class SampleStore(Protocol):
     """Where GPU samples are written and read. Windows are [since, until] unless said."""
 
-    def append(self, session: Session, *, node: str, samples: Sequence[Sample]) -> int:
-        """Store samples taken on `node`; returns how many were stored."""
+    def append(self, session: Session, *, node: str, samples: Sequence[SampleRow]) -> int:
+        """Store samples (validated light rows) taken on `node`; returns how many were stored."""
         ...
 
     def latest(

@@ -11,7 +11,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import CursorResult
 from sqlalchemy.orm import Session
 
-from timeline import samples
+from timeline import samples as sample_store
 from timeline import tables as t
 from timeline.bounds import MESSAGE_MAX, clean_text
 from timeline.errors import BatchConflict, BatchTooLarge
@@ -26,6 +26,7 @@ from timeline.models import (
     JobPatch,
     Node,
     RejectedItem,
+    SampleRow,
     Scheduler,
     Severity,
 )
@@ -47,34 +48,43 @@ def append_batch(
     max_items: int = 0,
     digest: str | None = None,
     rejected: Sequence[RejectedItem] = (),
+    samples: Sequence[SampleRow] | None = None,
 ) -> AppendResult:
     """Store a batch's items together, once per batch_id; a replay stores nothing again.
 
     `digest` (of the body as sent) tells a replay, answered `duplicate`, from another batch
     under a reused id, refused with BatchConflict. `rejected` items (already left out of
     `batch`) are reported back and noted as one `agent` event per node every few minutes.
+    `samples`: the batch's samples as light rows (the ingest's), instead of `batch.samples`.
     """
-    size = batch.size()
+    if samples is None:
+        samples = [SampleRow.of(s) for s in batch.samples]
+    elif batch.samples:
+        raise ValueError("samples given twice: as rows and in the batch")
+    size = batch.size() + (len(samples) - len(batch.samples))
     if max_items and size > max_items:
         raise BatchTooLarge(f"batch has {size} items; the limit is {max_items}")
     now = received_ts if received_ts is not None else time.time()
-    if not _claim(session, batch=batch, digest=digest, now=now):
+    if not _claim(session, batch=batch, samples=len(samples), digest=digest, now=now):
         return AppendResult(batch_id=batch.batch_id, duplicate=True, rejected=list(rejected))
     upsert_gpus(session, gpus=batch.gpus, now=now)
     upsert_nodes(session, nodes=batch.nodes, now=now)
-    if batch.samples or batch.gpus:  # an agent on that node; cluster sources send neither
-        _touch_node(session, name=batch.node, now=now)
-    samples.store().append(session, node=batch.node, samples=batch.samples)
     stored_events = append_events(session, events=batch.events, batch_id=batch.batch_id, now=now)
     upsert_jobs(session, jobs=batch.jobs, now=now)
     upsert_allocations(session, allocations=batch.allocations)
     patch_jobs(session, patches=batch.job_patches)
     if rejected:
-        append_events(session, events=[rejection_event(batch, rejected, now)], now=now)
+        note = rejection_event(batch, rejected, now, size=size)
+        append_events(session, events=[note], now=now)
+    # Last: the rows every batch of a node rewrites (its GPUs' gpu_latest, its nodes row)
+    # stay locked until the commit; written last, concurrent batches wait the least.
+    sample_store.store().append(session, node=batch.node, samples=samples)
+    if samples or batch.gpus:  # an agent on that node; cluster sources send neither
+        _touch_node(session, name=batch.node, now=now)
     return AppendResult(
         batch_id=batch.batch_id,
         duplicate=False,
-        samples=len(batch.samples),
+        samples=len(samples),
         events=stored_events,
         gpus=len(batch.gpus),
         jobs=len(batch.jobs),
@@ -85,7 +95,7 @@ def append_batch(
     )
 
 
-def _claim(session: Session, *, batch: Batch, digest: str | None, now: float) -> bool:
+def _claim(session: Session, *, batch: Batch, samples: int, digest: str | None, now: float) -> bool:
     """Claim the batch_id: True when new; False for a replay; BatchConflict when the id holds
     other content (a NULL digest, from before revision 0004, matches anything)."""
     claim = (
@@ -95,7 +105,7 @@ def _claim(session: Session, *, batch: Batch, digest: str | None, now: float) ->
             agent=batch.agent,
             node=batch.node,
             received_ts=now,
-            samples=len(batch.samples),
+            samples=samples,
             events=len(batch.events),
             digest=digest,
         )
@@ -116,13 +126,16 @@ def _claim(session: Session, *, batch: Batch, digest: str | None, now: float) ->
 REJECTION_NOTE_EVERY_S = 300.0  # one `agent` event per node per this long, however many batches
 
 
-def rejection_event(batch: Batch, rejected: Sequence[RejectedItem], now: float) -> Event:
-    """The server's note that it refused items from a node's agent (shown with its events)."""
+def rejection_event(
+    batch: Batch, rejected: Sequence[RejectedItem], now: float, *, size: int | None = None
+) -> Event:
+    """The server's note that it refused items from a node's agent (shown with its events);
+    `size`: the items kept, when the batch does not hold them all (samples as rows)."""
     by_kind: dict[str, int] = {}
     for r in rejected:
         by_kind[r.kind] = by_kind.get(r.kind, 0) + 1
     first = [f"{e.field}: {e.error}" for r in rejected[:3] for e in r.errors[:2]]
-    total = len(rejected) + batch.size()
+    total = len(rejected) + (batch.size() if size is None else size)
     return Event(
         ts=now,
         node=batch.node,

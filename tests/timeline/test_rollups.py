@@ -11,7 +11,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from timeline import rollups, samples
 from timeline import tables as t
-from timeline.models import Sample
+from timeline.models import Sample, SampleRow
 from timeline.samples_sql import SqlSampleStore
 
 HOUR = 3600.0
@@ -20,7 +20,7 @@ START = (time.time() // HOUR - 10) * HOUR  # an hour boundary, 10 hours ago
 
 def _store(factory: sessionmaker[Session], rows: Sequence[Sample]) -> None:
     with factory() as s:
-        samples.store().append(s, node="n1", samples=rows)
+        samples.store().append(s, node="n1", samples=[SampleRow.of(r) for r in rows])
         s.commit()
 
 
@@ -151,7 +151,7 @@ def test_a_day_partition_made_later_takes_its_rows_over_from_the_default_one(
     far = time.time() + 40 * 86400  # beyond the partitions made ahead: lands in DEFAULT
     with session_factory() as s:
         samples.store().append(
-            s, node="n1", samples=[Sample.model_construct(ts=far, gpu_uuid="GPU-f", util_gpu=1.0)]
+            s, node="n1", samples=[SampleRow(ts=far, gpu_uuid="GPU-f", util_gpu=1.0)]
         )
         s.commit()
     made = partitions.ensure_partitions(session, now=far, ahead_days=0)

@@ -7,14 +7,15 @@ from collections.abc import Sequence
 from sqlalchemy.orm import Session
 
 from timeline import samples, service
-from timeline.models import Batch, Sample
+from timeline.models import Batch, Sample, SampleRow
 from timeline.samples_sql import SqlSampleStore
 
 NOW = 1_800_000_000.0
 
 
 def _store_rows(session: Session, rows: Sequence[Sample], node: str = "n1") -> None:
-    assert samples.store().append(session, node=node, samples=rows) == len(rows)
+    light = [SampleRow.of(r) for r in rows]
+    assert samples.store().append(session, node=node, samples=light) == len(rows)
     session.commit()
 
 
@@ -125,7 +126,7 @@ class _Recording(SqlSampleStore):
     def __init__(self) -> None:
         self.appended = 0
 
-    def append(self, session: Session, *, node: str, samples: Sequence[Sample]) -> int:
+    def append(self, session: Session, *, node: str, samples: Sequence[SampleRow]) -> int:
         self.appended += len(samples)
         return super().append(session, node=node, samples=samples)
 
@@ -164,3 +165,27 @@ def test_a_second_sample_of_a_gpu_in_the_same_millisecond_is_dropped_not_fatal(
     assert stats["GPU-a"].count == 1 and stats["GPU-a"].fields["util_gpu"].max == 10.0
     assert stats["GPU-b"].count == 1
     assert samples.store().latest(session)["GPU-a"]["util_gpu"] == 10.0  # the one stored
+
+
+def test_every_field_kind_round_trips_through_the_store_with_nulls_and_extra(
+    session: Session,
+) -> None:
+    full = SampleRow(
+        NOW,
+        "GPU-a",
+        util_gpu=93.5,
+        temp_mem=-12.25,
+        clock_event_reasons=2**62,
+        remapped_correctable=7,
+        remap_pending=True,
+        remap_failure=False,
+        energy_mj=1e17,
+        extra={"sm_active": 0.5, 'k\\"q': -1e15},
+    )
+    sparse = SampleRow(NOW + 1, "GPU-b", util_gpu=None, remap_pending=None)
+    assert samples.store().append(session, node="n1", samples=[full, sparse]) == 2
+    session.commit()
+    latest = samples.store().latest(session)
+    for row in (full, sparse):
+        got = latest[row.gpu_uuid]
+        assert {f: got[f] for f in SampleRow._fields} == row._asdict()

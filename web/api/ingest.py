@@ -95,6 +95,7 @@ async def ingest(request: Request, principal: Principal = Depends(require_agent)
                 max_items=settings.max_batch_items,
                 digest=intake.digest,
                 rejected=intake.rejected,
+                samples=intake.samples,
             )
 
     try:
