@@ -16,7 +16,7 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
-from timeline.models import Sample
+from timeline.models import Sample, SampleRow
 from timeline.samples import FieldStats, WindowStats
 from timeline.vm_client import PREFIX, ROW, VmClient, metric, quote_regex, selector
 
@@ -57,14 +57,13 @@ class VmSampleStore:
         self.latest_lookback_s = latest_lookback_s
         self.export_window_s = export_window_s
 
-    def append(self, session: Session, *, node: str, samples: Sequence[Sample]) -> int:
+    def append(self, session: Session, *, node: str, samples: Sequence[SampleRow]) -> int:
         """Write samples as series (one JSON line per GPU and field); StoreUnavailable on outage."""
         series: dict[tuple[str, str], tuple[list[float], list[int]]] = defaultdict(lambda: ([], []))
         for s in samples:
             ms = round(s.ts * 1000)
-            row = s.__dict__
             for field in (ROW, *FIELDS):
-                value = 1 if field == ROW else row[field]
+                value = 1 if field == ROW else getattr(s, field)
                 if value is None:
                     continue
                 values, stamps = series[(s.gpu_uuid, field)]

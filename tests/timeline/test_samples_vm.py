@@ -12,7 +12,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from timeline import history, queries, samples, service
 from timeline.db import unit_of_work
-from timeline.models import GpuInfo, Sample
+from timeline.models import GpuInfo, Sample, SampleRow
 from timeline.samples_sql import SqlSampleStore
 from timeline.samples_vm import VmSampleStore
 from timeline.vm_client import quote, selector
@@ -57,7 +57,8 @@ def _load(session_factory: sessionmaker[Session], vm: VmSampleStore) -> None:
     with unit_of_work(session_factory) as s:
         gpus = [GpuInfo(uuid=g, node=n, index=i) for i, (g, n) in enumerate(NODES.items())]
         service.upsert_gpus(s, gpus=gpus, now=T0)
-        for node, rows in by_node.items():
+        for node, models in by_node.items():
+            rows = [SampleRow.of(m) for m in models]
             sql.append(s, node=node, samples=rows)
             vm.append(s, node=node, samples=rows)
 
