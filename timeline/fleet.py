@@ -32,6 +32,7 @@ GROUP_LABELS = (
 _DRAIN_WORDS = ("DRAIN", "DOWN", "FAIL", "MAINT", "REBOOT")
 # The sample fields the grid and the fleet API show; the rest of a GPU's newest row is not read.
 GRID_FIELDS = ("util_gpu", "power_w", "mem_used_mb", "mem_total_mb", "temp_gpu")
+GRID_GPU_COLUMNS = ("uuid", "node", "index", "pci_bus_id", "name")
 OUR_DRAIN_PREFIX = "fleetmedic:"  # the healer marks its own drains with this reason prefix
 
 
@@ -210,7 +211,7 @@ class FleetInputs:
 
 def read_latest(session: Session) -> list[dict[str, Any]]:
     """Each known GPU with its newest sample (the one read of telemetry the grid makes)."""
-    return queries.latest_gpu_samples(session, fields=GRID_FIELDS)
+    return queries.latest_gpu_samples(session, fields=GRID_FIELDS, gpu_columns=GRID_GPU_COLUMNS)
 
 
 def read_inputs(session: Session, *, now: float) -> FleetInputs:

@@ -13,20 +13,27 @@ from timeline import tables as t
 
 
 def latest_gpu_samples(
-    session: Session, *, node: str | None = None, fields: Sequence[str] | None = None
+    session: Session,
+    *,
+    node: str | None = None,
+    fields: Sequence[str] | None = None,
+    gpu_columns: Sequence[str] | None = None,
 ) -> list[dict[str, Any]]:
-    """Each known GPU with its newest sample (every field, or only `fields`; None where it
-    has none)."""
-    stmt = select(t.gpus).order_by(t.gpus.c.node, t.gpus.c.index)
+    """Each known GPU (every inventory column, or only `gpu_columns`) with its newest sample
+    (every field, or only `fields`; None where it has none)."""
+    cols = [c.name for c in t.gpus.columns] if gpu_columns is None else list(gpu_columns)
+    stmt = select(*(t.gpus.c[c] for c in cols)).order_by(t.gpus.c.node, t.gpus.c.index)
     if node is not None:
         stmt = stmt.where(t.gpus.c.node == node)
-    gpus = [dict(r) for r in session.execute(stmt).mappings()]
+    # Tuples zipped into dicts: the fleet page reads every GPU on each build (10k-100k rows).
+    gpus = [dict(zip(cols, r, strict=True)) for r in session.execute(stmt).tuples()]
     wanted = None if node is None else [g["uuid"] for g in gpus]
     newest = samples.store().latest(session, uuids=wanted, fields=fields)
     keys = (*(t.SAMPLE_FIELDS if fields is None else fields), "ts")
+    empty = dict.fromkeys(keys)
     for g in gpus:
-        found = newest.get(g["uuid"], {})
-        g.update((k, found.get(k)) for k in keys)
+        found = newest.get(g["uuid"])
+        g.update(empty if found is None else {k: found.get(k) for k in keys})
     return gpus
 
 
