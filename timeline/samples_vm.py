@@ -14,18 +14,19 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
+from sqlalchemy import Boolean, Float
 from sqlalchemy.orm import Session
 
-from timeline.models import Sample, SampleRow
+from timeline import tables
+from timeline.models import SampleRow
 from timeline.samples import FieldStats, WindowStats
 from timeline.vm_client import PREFIX, ROW, VmClient, metric, quote_regex, selector
 
-FIELDS = tuple(f for f in Sample.model_fields if f not in ("ts", "gpu_uuid", "extra"))
-FLOAT_FIELDS = frozenset(
-    {"util_gpu", "util_mem", "mem_used_mb", "mem_total_mb", "power_w", "temp_gpu", "temp_mem",
-     "sm_clock_mhz", "energy_mj"}
-)  # fmt: skip
-BOOL_FIELDS = frozenset({"remap_pending", "remap_failure"})
+# Every sample field but `extra` (not kept here); its type is the SQL column's, so a value read
+# back comes out as the SQL store gives it.
+FIELDS = tuple(f for f in tables.SAMPLE_FIELDS if f != "extra")
+FLOAT_FIELDS = frozenset(f for f in FIELDS if isinstance(tables.samples.c[f].type, Float))
+BOOL_FIELDS = frozenset(f for f in FIELDS if isinstance(tables.samples.c[f].type, Boolean))
 # Above this many GPUs a query reads the whole fleet and filters here: a regex of 100k uuids
 # would pass VictoriaMetrics' query length limit (16 KiB by default).
 FILTER_MAX = 100
