@@ -28,8 +28,8 @@ from healer.models import (
     Lineage,
     Notice,
 )
+from timeline.db import upsert_insert
 from timeline.errors import Conflict, NotFound
-from timeline.service import _insert
 
 Fence = Callable[[Session], None] | None
 _ACTION_COLS = [c.name for c in ht.actions.columns if c.name != "id"]
@@ -54,7 +54,7 @@ def insert_action(session: Session, *, action: Action, now: float, fence: Fence 
     row = action.model_dump(mode="json", exclude={"id"})
     row.update(created_ts=now, updated_ts=now)
     stmt = (
-        _insert(session, ht.actions)
+        upsert_insert(session, ht.actions)
         .values(**row)
         .on_conflict_do_nothing(index_elements=["key"])
         .returning(ht.actions.c.id)
@@ -249,7 +249,7 @@ def list_audit(session: Session, *, action_id: int) -> list[AuditEntry]:
 def add_lineage(session: Session, *, lineage: Lineage) -> None:
     """Record that a job runs again (idempotent per action)."""
     row = lineage.model_dump(mode="json", exclude={"id"})
-    stmt = _insert(session, ht.lineage).values(**row).on_conflict_do_nothing()
+    stmt = upsert_insert(session, ht.lineage).values(**row).on_conflict_do_nothing()
     session.execute(stmt)
 
 
@@ -285,7 +285,7 @@ def add_notice(session: Session, *, notice: Notice) -> bool:
     """Queue a message for a person unless one with its key exists; True when new."""
     row = notice.model_dump(mode="json", exclude={"id"})
     stmt = (
-        _insert(session, ht.notices)
+        upsert_insert(session, ht.notices)
         .values(**row)
         .on_conflict_do_nothing(index_elements=["key"])
         .returning(ht.notices.c.id)

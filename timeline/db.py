@@ -12,8 +12,9 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Engine, create_engine, event
+from sqlalchemy import Engine, Table, create_engine, event
 from sqlalchemy import exc as sa_exc
+from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import make_url
 from sqlalchemy.orm import Session, sessionmaker
 from sqlalchemy.pool import NullPool
@@ -278,3 +279,10 @@ def downgrade(url: str, revision: str) -> None:
     from alembic import command
 
     command.downgrade(alembic_config(url), revision)
+
+
+def upsert_insert(session: Session, table: Table) -> Any:
+    """A dialect insert that supports ON CONFLICT on both SQLite and PostgreSQL."""
+    if session.get_bind().dialect.name == "postgresql":
+        return postgresql.insert(table)
+    return sqlite.insert(table)

@@ -18,8 +18,8 @@ from sqlalchemy.orm import Session
 from sqlalchemy.sql.elements import ColumnElement
 
 from timeline import tables as t
+from timeline.db import upsert_insert
 from timeline.errors import StaleLeader
-from timeline.service import _insert
 
 # acquire() stops waiting for a row lock after this; the caller retries on its next tick.
 LOCK_WAIT_S = 2.0
@@ -68,7 +68,7 @@ def acquire(session: Session, *, name: str = "leader", holder: str, ttl_s: float
     _set_local(session, "idle_in_transaction_session_timeout", IDLE_TX_S)
     lease, now = t.leases, _db_now(session)
     first = (
-        _insert(session, lease)
+        upsert_insert(session, lease)
         .values(name=name, holder=holder, epoch=1, acquired_ts=now, expires_ts=now + ttl_s)
         .on_conflict_do_nothing(index_elements=[lease.c.name])
         .returning(*lease.c)

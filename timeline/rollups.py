@@ -13,12 +13,11 @@ import time
 from dataclasses import dataclass
 
 from sqlalchemy import select, text
-from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session, sessionmaker
 
 from timeline import partitions
 from timeline import tables as t
-from timeline.db import unit_of_work
+from timeline.db import unit_of_work, upsert_insert
 from timeline.settings import Settings
 
 MINUTE_MS, HOUR_MS, DAY_MS = 60_000, 3_600_000, 86_400_000
@@ -93,8 +92,7 @@ def mark(session: Session, level: str) -> int | None:
 
 
 def _set_mark(session: Session, level: str, until_ms: int) -> None:
-    dialect = postgresql if session.get_bind().dialect.name == "postgresql" else sqlite
-    stmt = dialect.insert(t.rollup_marks).values(level=level, done_until_ms=until_ms)
+    stmt = upsert_insert(session, t.rollup_marks).values(level=level, done_until_ms=until_ms)
     session.execute(
         stmt.on_conflict_do_update(index_elements=["level"], set_={"done_until_ms": until_ms})
     )

@@ -6,14 +6,14 @@ import time
 from collections.abc import Iterable, Sequence
 from typing import Any, cast
 
-from sqlalchemy import Table, bindparam, func, select, update
-from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy import bindparam, func, select, update
 from sqlalchemy.engine import CursorResult
 from sqlalchemy.orm import Session
 
 from timeline import samples as sample_store
 from timeline import tables as t
 from timeline.bounds import MESSAGE_MAX, clean_text
+from timeline.db import upsert_insert
 from timeline.errors import BatchConflict, BatchTooLarge
 from timeline.models import (
     Allocation,
@@ -31,13 +31,6 @@ from timeline.models import (
     Severity,
 )
 from timeline.pci import normalize_pci_bus_id
-
-
-def _insert(session: Session, table: Table) -> Any:
-    """A dialect insert that supports ON CONFLICT on both SQLite and PostgreSQL."""
-    if session.get_bind().dialect.name == "postgresql":
-        return postgresql.insert(table)
-    return sqlite.insert(table)
 
 
 def append_batch(
@@ -99,7 +92,7 @@ def _claim(session: Session, *, batch: Batch, samples: int, digest: str | None, 
     """Claim the batch_id: True when new; False for a replay; BatchConflict when the id holds
     other content (a NULL digest, from before revision 0004, matches anything)."""
     claim = (
-        _insert(session, t.ingest_batches)
+        upsert_insert(session, t.ingest_batches)
         .values(
             batch_id=batch.batch_id,
             agent=batch.agent,
@@ -173,7 +166,7 @@ def append_events(
     stored = len(plain)
     if keyed:  # one statement for all of them; RETURNING tells which were new
         stmt = (
-            _insert(session, t.events)
+            upsert_insert(session, t.events)
             .on_conflict_do_nothing(index_elements=["source", "dedup_key"])
             .returning(t.events.c.id)
         )
@@ -186,7 +179,7 @@ def upsert_gpus(session: Session, *, gpus: Iterable[GpuInfo], now: float) -> Non
     for g in gpus:
         row = g.model_dump() | {"updated_ts": now}
         row["pci_bus_id"] = normalize_pci_bus_id(row["pci_bus_id"])
-        stmt = _insert(session, t.gpus).values(**row)
+        stmt = upsert_insert(session, t.gpus).values(**row)
         session.execute(
             stmt.on_conflict_do_update(
                 index_elements=["uuid"], set_={k: stmt.excluded[k] for k in row if k != "uuid"}
@@ -199,7 +192,7 @@ def upsert_nodes(session: Session, *, nodes: Iterable[Node], now: float) -> None
     for n in nodes:
         row = n.model_dump(mode="json")
         row["updated_ts"] = row["updated_ts"] or now
-        stmt = _insert(session, t.nodes).values(**row)
+        stmt = upsert_insert(session, t.nodes).values(**row)
         session.execute(
             stmt.on_conflict_do_update(
                 index_elements=["name"], set_={k: stmt.excluded[k] for k in row if k != "name"}
@@ -208,7 +201,7 @@ def upsert_nodes(session: Session, *, nodes: Iterable[Node], now: float) -> None
 
 
 def _touch_node(session: Session, *, name: str, now: float) -> None:
-    stmt = _insert(session, t.nodes).values(
+    stmt = upsert_insert(session, t.nodes).values(
         name=name, cluster="default", labels={}, taints=[], last_seen_ts=now
     )
     session.execute(stmt.on_conflict_do_update(index_elements=["name"], set_={"last_seen_ts": now}))
@@ -218,7 +211,7 @@ def upsert_jobs(session: Session, *, jobs: Iterable[Job], now: float) -> None:
     """Insert jobs or refresh them with the newest observation."""
     for j in jobs:
         row = j.model_dump(mode="json") | {"updated_ts": now}
-        stmt = _insert(session, t.jobs).values(**row)
+        stmt = upsert_insert(session, t.jobs).values(**row)
         keys = ["scheduler", "cluster", "job_id"]
         session.execute(
             stmt.on_conflict_do_update(
@@ -309,7 +302,7 @@ def upsert_allocations(session: Session, *, allocations: Iterable[Allocation]) -
             row["job_id"] = aliases.get(a.job_id, a.job_id)
         if row["gpu_index"] is None:
             row["gpu_index"] = -1
-        stmt = _insert(session, t.allocations).values(**row)
+        stmt = upsert_insert(session, t.allocations).values(**row)
         excluded = stmt.excluded
         session.execute(
             stmt.on_conflict_do_update(
@@ -341,5 +334,5 @@ def resolve_job_alias(
 
 def record_heartbeat(session: Session, *, server: str, now: float) -> None:
     """Note that a server process could write just now (the readiness probe's real write)."""
-    stmt = _insert(session, t.server_heartbeats).values(server=server[:255], ts=now)
+    stmt = upsert_insert(session, t.server_heartbeats).values(server=server[:255], ts=now)
     session.execute(stmt.on_conflict_do_update(index_elements=["server"], set_={"ts": now}))
