@@ -1,0 +1,141 @@
+"""Round four of the emitter families: messages read from the emitters' own sources.
+
+Each line is an emitter's format string (quoted in its family's `sources`) filled in with
+plausible values, never a corpus case: DCGM 4.6's dcgm_errors.h *_MSG strings, the CUDA driver
+API's cuGetErrorString texts as PyTorch prints them, NCCL's WARN formats, systemd's service
+messages, and launchers' exit statuses read by the signal reasoner.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from collector.parse.joblog_more import launcher_exit
+from correlator.explain import explain_text
+from correlator.rules import classify_text
+from correlator.taxonomy import Blame, Category
+
+G, NET, N, U = Category.GPU_HARDWARE, Category.INTERCONNECT, Category.NODE, Category.USER_CODE
+GOOM, H = Category.OOM_GPU, Category.OOM_HOST
+BN, BJ, BU = Blame.NODE, Blame.JOB, Blame.UNKNOWN
+
+EXAMPLES = [
+    # DCGM 4.6 dcgm_errors.h: the peer-to-peer messages' newer wording
+    ("GPU 3 unsuccessfully wrote data to GPU 5 over NVLink in a peer-to-peer test: err", G, BN),
+    ("GPU 5 was unsuccessfully written to by GPU 3 over PCIe in a peer-to-peer test: err", G, BN),
+    ("GPU 5 was unsuccessfully written to by GPU 3 in a peer-to-peer test: err", G, BN),
+    # DCGM_FR_UNCORRECTABLE_ROW_REMAP_LIMIT, DCGM_FR_SRAM_THRESHOLD: run a field diagnostic
+    ("GPU 2 exceeded uncorrectable row remap limit with 512 remapped rows", G, BN),
+    ("SRAM Threshold Count exceeded on GPU 1: 12", G, BN),
+    # DCGM_FR_GPU_RECOVERY_*: the driver's recovery action for a GPU fault
+    ("GPU 4 requires a reset to recover from a fault. Recovery action: 1 (GPU_RESET).", G, BN),
+    (
+        "GPU 4 fault may have left the OS in an inconsistent state. Recovery action: 2 "
+        "(NODE_REBOOT).",
+        G,
+        BN,
+    ),
+    (
+        "GPU 0 operating at reduced capacity due to a fault. Recovery action: 4 (DRAIN_AND_RESET).",
+        G,
+        BN,
+    ),
+    # DCGM_FR_CONTAINED_ERROR: restart the application, GPU reset can wait: not settled
+    ("GPU had a contained error.", G, BU),
+    # DCGM_FR_NVLINK_*_BER_THRESHOLD, fabric state, ECC pending
+    ("Detected effective BER 1.20e-09 exceeds minimum threshold on GPU 6's NVLink.", NET, BN),
+    ("GPU 1: Fabric State is In Progress (1).", NET, BN),
+    ("ECC memory for GPU 0 is in a pending state.", N, BN),
+    ("Temperature 95 of GPU 3 exceeded user-specified maximum allowed temperature 85", G, BN),
+    # CUDA driver API (cuGetErrorString), as PyTorch prints it
+    ("RuntimeError: CUDA error: uncorrectable NVLink error detected during the execution", NET, BN),
+    ("cudaErrorNvlinkUncorrectable", NET, BN),
+    (
+        "RuntimeError: CUDA error: Invalid access of peer GPU memory over nvlink or a hardware "
+        "error",
+        G,
+        BU,
+    ),
+    (
+        "RuntimeError: CUDA error: MPS client failed to connect to the MPS control daemon or the "
+        "MPS server",
+        N,
+        BN,
+    ),
+    ("RuntimeError: CUDA error: the MPS client has been terminated by the server", N, BU),
+    ("RuntimeError: CUDA error: device doesn't have valid Grid license", N, BN),
+    ("RuntimeError: CUDA error: unknown error", G, BU),
+    ("RuntimeError: CUDA driver error: out of memory", GOOM, BJ),
+    ("RuntimeError: CUDA driver error: invalid argument", U, BJ),
+    # NCCL src/include/alloc.h, ras.cc, dev_runtime.cc
+    ("gpu-07:1:2 [0] include/alloc.h:185 NCCL WARN Failed to CUDA calloc 6291456 bytes", GOOM, BJ),
+    ("gpu-07:1:2 [0] NCCL WARN Failed to CUDA host alloc 4194304 bytes", H, BJ),
+    (
+        "gpu-07:1:2 [0] NCCL WARN NCCL version mismatch with remote peer gpu-08 (local: 22105, "
+        "remote 21805)",
+        U,
+        BJ,
+    ),
+    # systemd: a node daemon the GPU stack or the scheduler needs died
+    (
+        "Jun 01 10:00:00 gpu-07 systemd[1]: nvidia-fabricmanager.service: Main process exited, "
+        "code=exited, status=1/FAILURE",
+        N,
+        BN,
+    ),
+    ("Jun 01 10:00:00 gpu-07 systemd[1]: slurmd.service: Failed with result 'exit-code'.", N, BN),
+]
+
+
+@pytest.mark.parametrize(("line", "category", "blame"), EXAMPLES, ids=[e[0][:50] for e in EXAMPLES])
+def test_a_round_four_message_gets_its_documented_meaning(
+    line: str, category: Category, blame: Blame
+) -> None:
+    v = classify_text(line)
+    assert v is not None
+    assert (v.category, v.blame) == (category, blame)
+
+
+def test_a_services_clean_exit_or_a_users_own_unit_is_no_node_fault() -> None:
+    clean = "gpu-07 systemd[1]: kubelet.service: Main process exited, code=exited, status=0/SUCCESS"
+    assert classify_text(clean) is None
+    own = "gpu-07 systemd[1]: train.service: Main process exited, code=killed, status=9/KILL"
+    assert classify_text(own) is None
+    fine = classify_text("GPU 1: Fabric State is Completed (3).")
+    assert fine is None or fine.category is not NET
+
+
+def test_nccl_connect_retries_name_the_peer_only_when_the_line_does() -> None:
+    named = classify_text(
+        "gpu-07:1:2 [0] NCCL WARN ncclSocketConnect: connect to 10.0.0.8<43210> returned "
+        "Connection refused, exceeded error retry count after 35 attempts"
+    )
+    assert named is not None and named.culprit == "10.0.0.8" and not named.at_printer
+    bare = classify_text(
+        "gpu-07:1:2 [0] misc/socket.cc:484 NCCL WARN socketStartConnect: connect returned "
+        "Connection refused, exceeded error retry count (35)"
+    )
+    assert bare is not None and bare.culprit is None and not bare.at_printer
+    assert not bare.root_cause
+
+
+@pytest.mark.parametrize(
+    ("line", "category", "blame", "signal"),
+    [
+        # a shell or container runtime between the launcher and the worker reports 128 + N
+        ("Command '['bash', 'run.sh']' returned non-zero exit status 137.", H, BU, 9),
+        ("Command '['python', 'train.py']' returned non-zero exit status -9.", H, BU, 9),
+        ("Command '['bash', 'run.sh']' returned non-zero exit status 134.", U, BJ, 6),
+        ("Command '['python', 'train.py']' returned non-zero exit status 1.", U, BJ, None),
+        ("srun: error: gpu-07: task 0: Exited with exit code 137", H, BU, None),
+        ("srun: error: gpu-07: task 0: Exited with exit code 2", U, BJ, None),
+    ],
+)
+def test_exit_statuses_follow_the_signal_reasoner_in_explain_and_the_agent_alike(
+    line: str, category: Category, blame: Blame, signal: int | None
+) -> None:
+    got = explain_text(line)
+    assert (got.category, got.blame) == (category.value, blame.value)
+    if "exit status" in line:  # the agent's launcher parser reads the same signal
+        agent = launcher_exit(line)
+        assert agent is not None and agent.payload.get("signal") == signal
