@@ -3,7 +3,8 @@
 Each line is an emitter's format string (quoted in its family's `sources`) filled in with
 plausible values, never a corpus case: DCGM 4.6's dcgm_errors.h *_MSG strings, the CUDA driver
 API's cuGetErrorString texts as PyTorch prints them, NCCL's WARN formats, systemd's service
-messages, and launchers' exit statuses read by the signal reasoner.
+messages, kubelet's and the node lifecycle controller's pod reasons, Slurm's slurm_errno.c
+strings and job reason codes, and launchers' exit statuses read by the signal reasoner.
 """
 
 from __future__ import annotations
@@ -16,8 +17,8 @@ from correlator.rules import classify_text
 from correlator.taxonomy import Blame, Category
 
 G, NET, N, U = Category.GPU_HARDWARE, Category.INTERCONNECT, Category.NODE, Category.USER_CODE
-GOOM, H = Category.OOM_GPU, Category.OOM_HOST
-BN, BJ, BU = Blame.NODE, Blame.JOB, Blame.UNKNOWN
+GOOM, H, S = Category.OOM_GPU, Category.OOM_HOST, Category.SCHEDULER
+BN, BJ, BI, BU = Blame.NODE, Blame.JOB, Blame.INFRA, Blame.UNKNOWN
 
 EXAMPLES = [
     # DCGM 4.6 dcgm_errors.h: the peer-to-peer messages' newer wording
@@ -84,6 +85,37 @@ EXAMPLES = [
         BN,
     ),
     ("Jun 01 10:00:00 gpu-07 systemd[1]: slurmd.service: Failed with result 'exit-code'.", N, BN),
+    # kubelet: pkg/util/node NodeLost, graceful node shutdown, lifecycle/predicate.go admission
+    ("Message: Pod was terminated in response to imminent node shutdown.", N, BU),
+    (
+        "Warning  OutOfmemory  1m  kubelet  Node didn't have enough resource: memory, requested: "
+        "64000000000, used: 100, capacity: 1000",
+        S,
+        BI,
+    ),
+    (
+        "Warning  OutOfnvidia.com/gpu  1m  kubelet  Node didn't have enough resource: "
+        "nvidia.com/gpu, requested: 1, used: 8, capacity: 8",
+        G,
+        BU,
+    ),
+    # Slurm slurm_errno.c ESLURM_* for a rejected request, job reason codes, sacct DEADLINE
+    (
+        "srun: error: Unable to allocate resources: Invalid account or account/partition "
+        "combination specified",
+        S,
+        BJ,
+    ),
+    (
+        "sbatch: error: Batch job submission failed: Requested time limit is invalid (missing or "
+        "exceeds some limit)",
+        S,
+        BJ,
+    ),
+    ("   JobState=PENDING Reason=BadConstraints Dependency=(null)", S, BJ),
+    ("   JobState=FAILED Reason=RaisedSignal:9_Killed Dependency=(null)", H, BU),
+    ("   JobState=FAILED Reason=RaisedSignal:11_Segmentation_fault Dependency=(null)", U, BJ),
+    ("12|train|DEADLINE|0:0", S, BJ),
 ]
 
 
@@ -103,6 +135,12 @@ def test_a_services_clean_exit_or_a_users_own_unit_is_no_node_fault() -> None:
     assert classify_text(own) is None
     fine = classify_text("GPU 1: Fabric State is Completed (3).")
     assert fine is None or fine.category is not NET
+
+
+def test_a_lost_node_is_the_node_the_controller_names() -> None:
+    v = classify_text("Message: Node gpu-07 which was running pod train-0 is unresponsive")
+    assert v is not None and (v.category, v.blame) == (N, BN)
+    assert v.culprit == "gpu-07" and not v.at_printer
 
 
 def test_nccl_connect_retries_name_the_peer_only_when_the_line_does() -> None:
