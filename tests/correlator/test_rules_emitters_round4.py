@@ -3,8 +3,9 @@
 Each line is an emitter's format string (quoted in its family's `sources`) filled in with
 plausible values, never a corpus case: DCGM 4.6's dcgm_errors.h *_MSG strings, the CUDA driver
 API's cuGetErrorString texts as PyTorch prints them, NCCL's WARN formats, systemd's service
-messages, kubelet's and the node lifecycle controller's pod reasons, Slurm's slurm_errno.c
-strings and job reason codes, and launchers' exit statuses read by the signal reasoner.
+messages, PyTorch's c10d/elastic/Gloo messages, glibc's abort messages, kubelet's and the node
+lifecycle controller's pod reasons, Slurm's slurm_errno.c strings and job reason codes, and
+launchers' exit statuses read by the signal reasoner.
 """
 
 from __future__ import annotations
@@ -116,6 +117,60 @@ EXAMPLES = [
     ("   JobState=FAILED Reason=RaisedSignal:9_Killed Dependency=(null)", H, BU),
     ("   JobState=FAILED Reason=RaisedSignal:11_Segmentation_fault Dependency=(null)", U, BJ),
     ("12|train|DEADLINE|0:0", S, BJ),
+    # PyTorch c10d / elastic / Gloo (ProcessGroupNCCL.cpp, distributed_c10d.py, socket.cpp)
+    (
+        "torch.distributed.DistBackendError: [3] is setting up NCCL communicator and retrieving "
+        "ncclUniqueId from [0] via c10d key-value store by key '0', but store->get('0') got "
+        "error: Socket Timeout",
+        NET,
+        BU,
+    ),
+    (
+        "RuntimeError: Timed out initializing process group in store based barrier on rank: 3, "
+        "for key: store_based_barrier_key:1 (world_size=4, worker_count=3, timeout=0:30:00)",
+        NET,
+        BU,
+    ),
+    (
+        "RuntimeError: Rank 1 successfully reached monitoredBarrier, but received errors while "
+        "waiting for send/recv from rank 0. Please check rank 0 logs for faulty rank.",
+        Category.NCCL_TIMEOUT_UNKNOWN,
+        BU,
+    ),
+    (
+        "torch.distributed.elastic.multiprocessing.api.SignalException: Process 12 got signal: 9",
+        H,
+        BU,
+    ),
+    (
+        "[W socket.cpp:436] [c10d] The server socket has failed to listen on [::]:29500 (errno: "
+        "98 - Address already in use).",
+        U,
+        BJ,
+    ),
+    (
+        "UserWarning: CUDA initialization: CUDA unknown error - this may be due to an incorrectly "
+        "set up environment, e.g. changing env variable CUDA_VISIBLE_DEVICES after program start.",
+        G,
+        BN,
+    ),
+    # glibc malloc_printerr / __stack_chk_fail: the process corrupted its own memory
+    ("free(): invalid pointer", U, BJ),
+    ("double free or corruption (!prev)", U, BJ),
+    ("*** stack smashing detected ***: terminated", U, BJ),
+    # libnvidia-container's CUDA requirement check; Docker with no GPU device driver
+    (
+        "nvidia-container-cli: requirement error: unsatisfied condition: cuda>=12.2, please "
+        "update your driver to a newer version, or use an earlier cuda container: unknown",
+        U,
+        BJ,
+    ),
+    (
+        'docker: Error response from daemon: could not select device driver "" with '
+        "capabilities: [[gpu]].",
+        N,
+        BN,
+    ),
 ]
 
 
@@ -141,6 +196,13 @@ def test_a_lost_node_is_the_node_the_controller_names() -> None:
     v = classify_text("Message: Node gpu-07 which was running pod train-0 is unresponsive")
     assert v is not None and (v.category, v.blame) == (N, BN)
     assert v.culprit == "gpu-07" and not v.at_printer
+
+
+def test_a_signalled_launcher_follows_the_signal_reasoner() -> None:
+    term = classify_text(
+        "torch.distributed.elastic.multiprocessing.api.SignalException: Process 12 got signal: 15"
+    )
+    assert term is not None and term.category is None and not term.root_cause
 
 
 def test_nccl_connect_retries_name_the_peer_only_when_the_line_does() -> None:
