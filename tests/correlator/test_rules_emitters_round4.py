@@ -3,9 +3,10 @@
 Each line is an emitter's format string (quoted in its family's `sources`) filled in with
 plausible values, never a corpus case: DCGM 4.6's dcgm_errors.h *_MSG strings, the CUDA driver
 API's cuGetErrorString texts as PyTorch prints them, NCCL's WARN formats, systemd's service
-messages, PyTorch's c10d/elastic/Gloo messages, glibc's abort messages, kubelet's and the node
-lifecycle controller's pod reasons, Slurm's slurm_errno.c strings and job reason codes, and
-launchers' exit statuses read by the signal reasoner.
+messages, PyTorch's c10d/elastic/Gloo messages, glibc's abort messages, RDMA error completions
+(rdma-core's mlx5 provider, Open MPI openib, UCX, mlx5_core), kubelet's and the node lifecycle
+controller's pod reasons, Slurm's slurm_errno.c strings and job reason codes, and launchers'
+exit statuses read by the signal reasoner.
 """
 
 from __future__ import annotations
@@ -203,6 +204,34 @@ def test_a_signalled_launcher_follows_the_signal_reasoner() -> None:
         "torch.distributed.elastic.multiprocessing.api.SignalException: Process 12 got signal: 15"
     )
     assert term is not None and term.category is None and not term.root_cause
+
+
+def test_rdma_error_completions_are_pinned_to_the_host_that_polled_them() -> None:
+    own = classify_text("mlx5: gpu-07: got completion with error:")
+    assert own is not None and (own.category, own.blame) == (NET, BI) and own.culprit == "gpu-07"
+    unnamed = classify_text("mlx5: host_unknown: got completion with error:")
+    assert unnamed is not None and unnamed.culprit is None and unnamed.at_printer
+    openib = explain_text(
+        "[gpu-07][[1234,1],0][btl_openib_component.c:3644:handle_wc] from gpu-07 to: gpu-08 "
+        "error polling LP CQ with status RETRY EXCEEDED ERROR status number 12 for wr_id 0x0"
+    )
+    assert (openib.category, openib.blame, openib.node) == ("interconnect", "infra", "gpu-07")
+    nic = explain_text(
+        "Jan 01 10:00:00 gpu-07 kernel: mlx5_core 0000:5e:00.0: mlx5_fw_fatal_reporter_err_work:"
+        "690:(pid 1234): Driver is in error state. Unloading"
+    )
+    assert (nic.category, nic.node) == ("interconnect", "gpu-07")
+
+
+def test_a_ucx_endpoint_that_gave_up_is_a_symptom_naming_nobody() -> None:
+    for line in (
+        "[1700000000.1] [gpu-07:12345:0]   rc_mlx5_common.c:423  UCX  ERROR Endpoint timeout",
+        "[gpu-07:12345] pml_ucx.c:419 Error: ucp_ep_create(proc=3) failed: Destination is "
+        "unreachable",
+    ):
+        v = classify_text(line)
+        assert v is not None and (v.category, v.blame) == (NET, BU), line
+        assert not v.root_cause and v.culprit is None and not v.at_printer
 
 
 def test_nccl_connect_retries_name_the_peer_only_when_the_line_does() -> None:
