@@ -234,6 +234,21 @@ def test_a_ucx_endpoint_that_gave_up_is_a_symptom_naming_nobody() -> None:
         assert not v.root_cause and v.culprit is None and not v.at_printer
 
 
+def test_nccl_shm_fallocate_is_the_jobs_shm_and_a_plugin_fallback_is_no_failure() -> None:
+    shm = classify_text(
+        "gpu-07:1:2 [0] include/shm.h:28 NCCL WARN Call to posix_fallocate failed : No space "
+        "left on device"
+    )
+    assert shm is not None and (shm.category, shm.blame) == (H, BJ)
+    plugin = classify_text(
+        "gpu-07:1:2 [0] NCCL WARN NET/Plugin : dlerror=libnccl-net.so: cannot open shared object "
+        "file: No such file or directory No plugin found (libnccl-net.so), using internal "
+        "implementation"
+    )
+    assert plugin is not None and plugin.category is None and not plugin.root_cause
+    assert explain_text("gpu-07:1:2 [0] NCCL WARN NET/Plugin : No plugin found").category is None
+
+
 def test_nccl_connect_retries_name_the_peer_only_when_the_line_does() -> None:
     named = classify_text(
         "gpu-07:1:2 [0] NCCL WARN ncclSocketConnect: connect to 10.0.0.8<43210> returned "
