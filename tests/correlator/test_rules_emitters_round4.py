@@ -3,10 +3,11 @@
 Each line is an emitter's format string (quoted in its family's `sources`) filled in with
 plausible values, never a corpus case: DCGM 4.6's dcgm_errors.h *_MSG strings, the CUDA driver
 API's cuGetErrorString texts as PyTorch prints them, NCCL's WARN formats, systemd's service
-messages, PyTorch's c10d/elastic/Gloo messages, glibc's abort messages, RDMA error completions
-(rdma-core's mlx5 provider, Open MPI openib, UCX, mlx5_core), kubelet's and the node lifecycle
-controller's pod reasons, Slurm's slurm_errno.c strings and job reason codes, and launchers'
-exit statuses read by the signal reasoner.
+messages, PyTorch's c10d/elastic/Gloo messages, glibc's abort messages, kernel lines (NVRM,
+NVMe, GHES, Lustre, segfaults), RDMA error completions (rdma-core's mlx5 provider, Open MPI
+openib, UCX, mlx5_core), kubelet's and the node lifecycle controller's pod reasons, Slurm's
+slurm_errno.c strings and job reason codes, and launchers' exit statuses read by the signal
+reasoner.
 """
 
 from __future__ import annotations
@@ -118,6 +119,28 @@ EXAMPLES = [
     ("   JobState=FAILED Reason=RaisedSignal:9_Killed Dependency=(null)", H, BU),
     ("   JobState=FAILED Reason=RaisedSignal:11_Segmentation_fault Dependency=(null)", U, BJ),
     ("12|train|DEADLINE|0:0", S, BJ),
+    # the kernel: NVRM API mismatch / unsupported GPU, NVMe timeouts, GHES fatal, Lustre, crashes
+    (
+        "kernel: NVRM: API mismatch: the client has the version 535.104.05, but this kernel "
+        "module has the version 525.85.12.",
+        N,
+        BN,
+    ),
+    (
+        "kernel: NVRM: The NVIDIA GPU 0000:3b:00.0 (PCI ID: 10de:2330) installed in this system "
+        "is not supported by the 470.82 NVIDIA driver release.",
+        N,
+        BN,
+    ),
+    ("kernel: nvme nvme0: I/O 123 QID 4 timeout, aborting", N, BN),
+    ("kernel: {1}[Hardware Error]: event severity: fatal", N, BN),
+    (
+        "kernel: LustreError: 11-0: scratch-OST0004-osc: operation ost_read to node "
+        "10.0.0.9@o2ib failed: rc = -107",
+        N,
+        BI,
+    ),
+    ("kernel: python[1234]: segfault at 0 ip 00007f sp 00007f error 4 in libc.so.6", U, BJ),
     # PyTorch c10d / elastic / Gloo (ProcessGroupNCCL.cpp, distributed_c10d.py, socket.cpp)
     (
         "torch.distributed.DistBackendError: [3] is setting up NCCL communicator and retrieving "
@@ -247,6 +270,10 @@ def test_nccl_shm_fallocate_is_the_jobs_shm_and_a_plugin_fallback_is_no_failure(
     )
     assert plugin is not None and plugin.category is None and not plugin.root_cause
     assert explain_text("gpu-07:1:2 [0] NCCL WARN NET/Plugin : No plugin found").category is None
+
+
+def test_a_corrected_hardware_error_is_no_failure() -> None:
+    assert classify_text("kernel: {1}[Hardware Error]: event severity: corrected") is None
 
 
 def test_nccl_connect_retries_name_the_peer_only_when_the_line_does() -> None:
