@@ -69,6 +69,8 @@ _LINE_PATTERNS: tuple[re.Pattern[str], ...] = (
     re.compile(r"^\s*Hostname:\s+(?P<h>[A-Za-z0-9][\w.-]*)\s*$"),
     # kubectl describe pod: "Node:  gpu-node-07/10.0.0.7"
     re.compile(r"^\s*Node:\s+(?P<h>[A-Za-z0-9][\w.-]*)(?:/\S*)?\s*$"),
+    # nccl-tests' checks (src/common.h): "gpu-07: Test NCCL failure common.cu:958 '...'"
+    re.compile(r"^\s*(?P<h>[A-Za-z0-9][\w.-]*): Test (?:NCCL |CUDA )?failure [\w/.-]+:\d+"),
     # pdsh's own report about a remote host: "pdsh@login1: gpu-07: ssh exited with exit code 1"
     re.compile(r"^\s*pdsh@[\w.-]+: (?P<h>[A-Za-z0-9][\w.-]*): "),
     # shell prompt: "[root@gpu-node-07 dir]#", "user@gpu-node-07:~$", "user@gpu-node-07 ~ %", but

@@ -276,6 +276,22 @@ def test_a_corrected_hardware_error_is_no_failure() -> None:
     assert classify_text("kernel: {1}[Hardware Error]: event severity: corrected") is None
 
 
+def test_nccl_tests_name_their_host_and_a_quoted_last_error_decides() -> None:
+    quoted = explain_text(
+        "gpu-07: Test NCCL failure common.cu:958 'remote process exited or there was a network "
+        "error / NET/IB : Got completion from peer 10.0.0.8<1234> with status=12 opcode=0 len=0 "
+        "vendor err 129'"
+    )
+    assert (quoted.category, quoted.blame, quoted.node) == ("interconnect", "infra", "gpu-07")
+    cuda = explain_text(
+        "gpu-07: Test CUDA failure common.cu:892 'an illegal memory access was encountered'"
+    )
+    assert (cuda.category, cuda.node) == ("user_code", "gpu-07")
+    wrong = classify_text("#  Out of bounds values : 12 FAILED")
+    assert wrong is not None and (wrong.category, wrong.blame) == (NET, BU)
+    assert classify_text(" Out of bounds values : 0 OK") is None
+
+
 def test_nccl_connect_retries_name_the_peer_only_when_the_line_does() -> None:
     named = classify_text(
         "gpu-07:1:2 [0] NCCL WARN ncclSocketConnect: connect to 10.0.0.8<43210> returned "
