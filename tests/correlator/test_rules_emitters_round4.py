@@ -292,6 +292,25 @@ def test_nccl_tests_name_their_host_and_a_quoted_last_error_decides() -> None:
     assert classify_text(" Out of bounds values : 0 OK") is None
 
 
+_DESCRIBE_NODE = """Name:               gpu-node-07
+Roles:              <none>
+Capacity:
+  cpu:                96
+  nvidia.com/gpu:     8
+Allocatable:
+  cpu:                96
+  nvidia.com/gpu:     {allocatable}
+System Info:
+  Kernel Version:     5.15.0
+"""
+
+
+def test_gpus_missing_from_a_nodes_allocatable_are_the_device_plugins_unhealthy_ones() -> None:
+    short = explain_text(_DESCRIBE_NODE.format(allocatable=6))
+    assert (short.category, short.blame, short.node) == ("gpu_hardware", "node", "gpu-node-07")
+    assert explain_text(_DESCRIBE_NODE.format(allocatable=8)).category is None
+
+
 def test_nccl_connect_retries_name_the_peer_only_when_the_line_does() -> None:
     named = classify_text(
         "gpu-07:1:2 [0] NCCL WARN ncclSocketConnect: connect to 10.0.0.8<43210> returned "
