@@ -311,6 +311,26 @@ def test_gpus_missing_from_a_nodes_allocatable_are_the_device_plugins_unhealthy_
     assert explain_text(_DESCRIBE_NODE.format(allocatable=8)).category is None
 
 
+def test_rays_list_of_guesses_is_no_evidence_and_a_dead_node_says_how_it_died() -> None:
+    guesses = classify_text(
+        "Worker exit type: SYSTEM_ERROR Worker exit detail: Worker unexpectedly exits with a "
+        "connection error code 2. End of file. There are some potential root causes. (1) The "
+        "process is killed by SIGKILL by OOM killer due to high memory usage."
+    )
+    assert guesses is not None and (guesses.category, guesses.blame) == (H, BU)
+    assert not guesses.root_cause
+    died = explain_text(
+        "ray.exceptions.ActorDiedError: The actor died because its node has died. Node Id: ab12\n"
+        "\tthe actor's node was terminated unexpectedly: health check failed due to missing too "
+        "many heartbeats\n"
+    )
+    assert (died.category, died.blame) == ("node", "node")
+    preempted = explain_text("\tthe actor's node was preempted: spot instance reclaimed")
+    assert (preempted.category, preempted.blame) == ("scheduler", "infra")
+    gcs = classify_text("Failed to connect to GCS at address 10.0.0.1:6379 within 5 seconds.")
+    assert gcs is not None and gcs.culprit == "10.0.0.1" and not gcs.root_cause
+
+
 def test_nccl_connect_retries_name_the_peer_only_when_the_line_does() -> None:
     named = classify_text(
         "gpu-07:1:2 [0] NCCL WARN ncclSocketConnect: connect to 10.0.0.8<43210> returned "
