@@ -3,11 +3,11 @@
 Each line is an emitter's format string (quoted in its family's `sources`) filled in with
 plausible values, never a corpus case: DCGM 4.6's dcgm_errors.h *_MSG strings, the CUDA driver
 API's cuGetErrorString texts as PyTorch prints them, NCCL's WARN formats, systemd's service
-messages, PyTorch's c10d/elastic/Gloo messages, glibc's abort messages, kernel lines (NVRM,
-NVMe, GHES, Lustre, segfaults), RDMA error completions (rdma-core's mlx5 provider, Open MPI
-openib, UCX, mlx5_core), kubelet's and the node lifecycle controller's pod reasons, Slurm's
-slurm_errno.c strings and job reason codes, and launchers' exit statuses read by the signal
-reasoner.
+messages, PyTorch's c10d/elastic/Gloo messages, vLLM's KV-cache check, Ray's, glibc's abort
+messages, kernel lines (NVRM, NVMe, GHES, Lustre, segfaults), RDMA error completions
+(rdma-core's mlx5 provider, Open MPI openib, UCX, mlx5_core), kubelet's and the node lifecycle
+controller's pod reasons, Slurm's slurm_errno.c strings and job reason codes, and launchers'
+exit statuses read by the signal reasoner.
 """
 
 from __future__ import annotations
@@ -71,6 +71,19 @@ EXAMPLES = [
     ("RuntimeError: CUDA error: unknown error", G, BU),
     ("RuntimeError: CUDA driver error: out of memory", GOOM, BJ),
     ("RuntimeError: CUDA driver error: invalid argument", U, BJ),
+    # vLLM's KV-cache check (kv_cache_utils.py)
+    (
+        "ValueError: No available memory for the cache blocks. Try increasing "
+        "`gpu_memory_utilization` when initializing the engine.",
+        GOOM,
+        BJ,
+    ),
+    (
+        "ValueError: To serve at least one request with the models's max seq len (8192), (2.63 "
+        "GiB KV cache is needed, which is larger than the available KV cache memory (1.64 GiB).",
+        GOOM,
+        BJ,
+    ),
     # NCCL src/include/alloc.h, ras.cc, dev_runtime.cc
     ("gpu-07:1:2 [0] include/alloc.h:185 NCCL WARN Failed to CUDA calloc 6291456 bytes", GOOM, BJ),
     ("gpu-07:1:2 [0] NCCL WARN Failed to CUDA host alloc 4194304 bytes", H, BJ),
