@@ -71,6 +71,11 @@ EXAMPLES = [
     ("RuntimeError: CUDA error: unknown error", G, BU),
     ("RuntimeError: CUDA driver error: out of memory", GOOM, BJ),
     ("RuntimeError: CUDA driver error: invalid argument", U, BJ),
+    # the host's driver stack (nvidia-installer, modprobe, nvidia-smi, the driver container)
+    ("ERROR: Unable to load the kernel module 'nvidia.ko'.  This happens most frequently", N, BN),
+    ("modprobe: FATAL: Module nvidia not found in directory /lib/modules/5.15.0-91-generic", N, BN),
+    ("NVIDIA-SMI couldn't find libnvidia-ml.so library in your system.", N, BN),
+    ("Could not unload NVIDIA driver kernel modules, driver is in use", N, BN),
     # vLLM's KV-cache check (kv_cache_utils.py)
     (
         "ValueError: No available memory for the cache blocks. Try increasing "
