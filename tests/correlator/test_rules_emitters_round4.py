@@ -349,6 +349,19 @@ def test_rays_list_of_guesses_is_no_evidence_and_a_dead_node_says_how_it_died() 
     assert gcs is not None and gcs.culprit == "10.0.0.1" and not gcs.root_cause
 
 
+def test_a_failed_send_to_the_store_and_an_unreachable_grpc_server_name_the_peer() -> None:
+    send = explain_text(
+        "[E socket.cpp:957] sendBytes failed on SocketImpl(fd=12, addr=[gpu-07]:45678, "
+        "remote=[gpu-08]:29500): Broken pipe"
+    )
+    assert (send.category, send.blame, send.node) == ("interconnect", "unknown", "gpu-08")
+    grpc = classify_text(
+        'status = StatusCode.UNAVAILABLE details = "failed to connect to all addresses; last '
+        'error: UNKNOWN: ipv4:10.0.0.1:6379: Failed to connect to remote host: Connection refused"'
+    )
+    assert grpc is not None and grpc.culprit == "10.0.0.1" and not grpc.at_printer
+
+
 def test_nccl_connect_retries_name_the_peer_only_when_the_line_does() -> None:
     named = classify_text(
         "gpu-07:1:2 [0] NCCL WARN ncclSocketConnect: connect to 10.0.0.8<43210> returned "
