@@ -137,6 +137,14 @@ EXAMPLES = [
     ("   JobState=FAILED Reason=RaisedSignal:9_Killed Dependency=(null)", H, BU),
     ("   JobState=FAILED Reason=RaisedSignal:11_Segmentation_fault Dependency=(null)", U, BJ),
     ("12|train|DEADLINE|0:0", S, BJ),
+    # PBS mom and LSF termination reasons
+    ("=>> PBS: job killed: walltime 3610 exceeded limit 3600", S, BJ),
+    ("=>> PBS: job killed: mem 1234kb exceeded limit 1000kb", H, BJ),
+    ("TERM_MEMLIMIT: job killed after reaching LSF memory usage limit.", H, BJ),
+    ("TERM_RUNLIMIT: job killed after reaching LSF run time limit.", S, BJ),
+    ("TERM_OWNER: job killed by owner.", S, BJ),
+    ("TERM_PREEMPT: job killed after preemption.", S, BI),
+    ("TERM_HOST: job killed after the host it was running on was rebooted or shut down.", N, BN),
     # the kernel: NVRM API mismatch / unsupported GPU, NVMe timeouts, GHES fatal, Lustre, crashes
     (
         "kernel: NVRM: API mismatch: the client has the version 535.104.05, but this kernel "
