@@ -370,6 +370,33 @@ def test_a_failed_send_to_the_store_and_an_unreachable_grpc_server_name_the_peer
     assert grpc is not None and grpc.culprit == "10.0.0.1" and not grpc.at_printer
 
 
+@pytest.mark.parametrize(
+    ("line", "category", "blame"),
+    [
+        # SIGBUS however it is reported reads as the signal reasoner reads it (/dev/shm)
+        ("Bus error (core dumped)", H, BU),
+        ("[gpu-07:1234:0:1234] Caught signal 7 (Bus error: nonexistent physical address)", H, BU),
+        (
+            "*** SIGABRT (@0x3e8) received by PID 1234 (TID 0x7f) from PID 1234; stack trace: ***",
+            U,
+            BJ,
+        ),
+        # a crash keeps the segfault rule
+        ("Segmentation fault (core dumped)", U, BJ),
+        (
+            "[gpu-07:1:0:1] Caught signal 11 (Segmentation fault: address not mapped to object)",
+            U,
+            BJ,
+        ),
+    ],
+)
+def test_a_signal_however_reported_gets_the_signal_reasoners_reading(
+    line: str, category: Category, blame: Blame
+) -> None:
+    got = explain_text(line)
+    assert (got.category, got.blame) == (category.value, blame.value)
+
+
 def test_nccl_connect_retries_name_the_peer_only_when_the_line_does() -> None:
     named = classify_text(
         "gpu-07:1:2 [0] NCCL WARN ncclSocketConnect: connect to 10.0.0.8<43210> returned "
