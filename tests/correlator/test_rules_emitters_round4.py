@@ -193,6 +193,12 @@ EXAMPLES = [
         BU,
     ),
     (
+        "[rank5]:[E ProcessGroupNCCL.cpp:1316] [PG 0 Rank 5] Observed flight recorder dump "
+        "signal from another rank via TCPStore.",
+        Category.NCCL_TIMEOUT_UNKNOWN,
+        BU,
+    ),
+    (
         "[W socket.cpp:436] [c10d] The server socket has failed to listen on [::]:29500 (errno: "
         "98 - Address already in use).",
         U,
