@@ -24,11 +24,12 @@ _SIGNALS.update(
 _NOT_A_HOST = re.compile(r"^(?:x{3,}|hostname|node|host|<[^>]*>|\.+)$", re.I)
 
 # --- launcher exit reports: (format, how its code is written) --------------------------------
-# "neg": a negative code is the signal (Python subprocess); "shell": 128 + N is signal N.
+# "neg": a negative code is the signal (Python subprocess); "shell": 128 + N is signal N;
+# "both": either (a CalledProcessError's child may itself be a shell or container runtime).
 _EXITS: list[tuple[str, re.Pattern[str], str]] = [
     ("deepspeed", re.compile(r"exits with return code = (?P<code>-?\d+)"), "neg"),
     ("subprocess", re.compile(r"died with <Signals\.(?P<sig>SIG\w+): \d+>"), "neg"),
-    ("subprocess", re.compile(r"returned non-zero exit status (?P<code>-?\d+)"), "neg"),
+    ("subprocess", re.compile(r"returned non-zero exit status (?P<code>-?\d+)"), "both"),
     ("elastic", re.compile(r"\bSignal (?P<num>\d+) \(SIG\w+\) received by PID \d+"), "neg"),
     (
         "dataloader",
@@ -93,9 +94,9 @@ def launcher_exit(line: str) -> JobMatch | None:
         sig, code = _signal_of(m), m.groupdict().get("code")
         if code is not None:
             p["exit_code"] = int(code)
-            if style == "neg" and int(code) < 0:
+            if style in ("neg", "both") and int(code) < 0:
                 sig = -int(code)
-            elif style == "shell" and 128 < int(code) < 160:
+            elif style in ("shell", "both") and 128 < int(code) < 160:
                 sig = int(code) - 128
         if sig is not None:
             p["signal"] = sig

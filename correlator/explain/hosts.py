@@ -37,9 +37,10 @@ _LABEL = re.compile(r"^(?:\s*\d+: |\[\d+,\d+\]<std(?:out|err)>:\s?|\[(?:rank|def
 # Each pattern captures the host in group "h"; the first that matches wins.
 _LINE_PATTERNS: tuple[re.Pattern[str], ...] = (
     # journald / syslog (RFC 3164 and journalctl's short-iso): "Nov 22 12:00:00 gpu-07 kernel: ...",
-    # "Feb 02 09:51:48 gpu-07 slurmd[12912]: ...": timestamp, host, any program tag with its pid
+    # "Feb 02 09:51:48 gpu-07 slurmd[12912]: ...": timestamp, host, any program tag with its pid;
+    # also behind a pdsh/clush "host: " prefix ("gpu-07: Feb 02 09:51:48 gpu-07 kernel: ...")
     re.compile(
-        r"^(?:[A-Z][a-z]{2} +\d{1,2} \d\d:\d\d:\d\d(?:\.\d+)?|\d{4}-\d\d-\d\dT\S+) "
+        r"^(?:[\w.-]+: )?(?:[A-Z][a-z]{2} +\d{1,2} \d\d:\d\d:\d\d(?:\.\d+)?|\d{4}-\d\d-\d\dT\S+) "
         r"(?P<h>[A-Za-z0-9][\w.-]*) [\w./@-]{1,64}(?:\[\d+\])?: "
     ),
     # NCCL: "gpu-node-07:1234:5678 [0] NCCL ...", also behind a timestamp or with the pid:tid
@@ -68,6 +69,8 @@ _LINE_PATTERNS: tuple[re.Pattern[str], ...] = (
     re.compile(r"^\s*Hostname:\s+(?P<h>[A-Za-z0-9][\w.-]*)\s*$"),
     # kubectl describe pod: "Node:  gpu-node-07/10.0.0.7"
     re.compile(r"^\s*Node:\s+(?P<h>[A-Za-z0-9][\w.-]*)(?:/\S*)?\s*$"),
+    # nccl-tests' checks (src/common.h): "gpu-07: Test NCCL failure common.cu:958 '...'"
+    re.compile(r"^\s*(?P<h>[A-Za-z0-9][\w.-]*): Test (?:NCCL |CUDA )?failure [\w/.-]+:\d+"),
     # pdsh's own report about a remote host: "pdsh@login1: gpu-07: ssh exited with exit code 1"
     re.compile(r"^\s*pdsh@[\w.-]+: (?P<h>[A-Za-z0-9][\w.-]*): "),
     # shell prompt: "[root@gpu-node-07 dir]#", "user@gpu-node-07:~$", "user@gpu-node-07 ~ %", but
@@ -154,14 +157,30 @@ def _pdsh_host(line: str) -> str | None:
     return clean_host(h)
 
 
+_MIN_LOGGED = 20  # characters a host's line carries after its prefix, to count as a log line
+
+
+def _stem(host: str) -> str:
+    """A host name's shape with its numbers blanked: gpu-02 and gpu-17 share "gpu-#"."""
+    return re.sub(r"\d+", "#", host.lower())
+
+
 def prefix_hosts(lines: list[str]) -> list[str | None]:
-    """For each line, the host a recurring pdsh-style "host: " prefix names, if any."""
+    """For each line, the host a recurring pdsh-style "host: " prefix names, if any: a prefix
+    that recurs, or one of several prefixes on different lines that share a name shape (pdsh
+    over gpu-02..gpu-04, each host writing one line)."""
     found = [_pdsh_host(line) for line in lines]
     counts: dict[str, int] = {}
-    for h in found:
+    stems: dict[str, set[str]] = {}
+    for h, line in zip(found, lines, strict=True):
         if h:
             counts[h] = counts.get(h, 0) + 1
-    return [h if h and counts[h] >= 2 else None for h in found]
+            # a key: value dump ("layer1: 0.5", "layer2: 0.7") is not several hosts' log lines
+            if len(line) - len(h) - 2 >= _MIN_LOGGED:
+                stems.setdefault(_stem(h), set()).add(h.lower())
+    return [
+        h if h and (counts[h] >= 2 or len(stems.get(_stem(h), ())) >= 2) else None for h in found
+    ]
 
 
 def distinct(hosts: list[str]) -> list[str]:

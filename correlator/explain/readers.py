@@ -20,7 +20,12 @@ from correlator.explain.readers_gpu import (
     read_dcgmi_diag,
     read_nvidia_smi,
 )
-from correlator.explain.readers_sched import context_hosts, read_sacct_json, read_sacct_table
+from correlator.explain.readers_sched import (
+    context_hosts,
+    read_k8s_node_gpus,
+    read_sacct_json,
+    read_sacct_table,
+)
 from correlator.rules import PATTERNS, could_match
 from timeline.models import Event, EventKind
 
@@ -36,6 +41,7 @@ def _structured(text: str, lines: list[str]) -> ReadResult:
         lambda: read_nvidia_smi(lines),
         lambda: read_dcgm_metrics(lines),
         lambda: read_dcgmi_diag(lines),
+        lambda: read_k8s_node_gpus(lines),
     ]
     for reader in readers:
         try:

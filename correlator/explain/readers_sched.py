@@ -116,6 +116,40 @@ def read_sacct_json(text: str) -> ReadResult:
     return out
 
 
+# --- kubectl describe node: GPUs the device plugin withholds ------------------------------------
+
+_GPU_RESOURCE = re.compile(r"^\s+(?P<res>(?:nvidia|amd)\.com/gpu):\s+(?P<n>\d+)\s*$")
+WITHHELD = "GPU(s) withheld as unhealthy by the device plugin"
+
+
+def read_k8s_node_gpus(lines: list[str]) -> ReadResult:
+    """`kubectl describe node`: GPUs under Capacity but missing from Allocatable are the ones the
+    device plugin reported unhealthy (ListAndWatch), which the kubelet does not offer to pods."""
+    out = ReadResult()
+    name: str | None = None
+    section: str | None = None
+    capacity: dict[str, int] = {}
+    for i, line in enumerate(lines):
+        if m := _DESCRIBE_NAME.match(line):
+            name, section, capacity = clean_host(m.group("name")), None, {}
+            continue
+        if line[:1].strip():  # a top-level key ends the Capacity/Allocatable block
+            section = line.strip() if line.strip() in ("Capacity:", "Allocatable:") else None
+            continue
+        g = _GPU_RESOURCE.match(line)
+        if g is None or section is None:
+            continue
+        res, count = g.group("res"), int(g.group("n"))
+        if section == "Capacity:":
+            capacity[res] = count
+        elif count < capacity.get(res, 0):
+            gone = capacity[res] - count
+            msg = f"{res}: allocatable {count} of capacity {capacity[res]}: {gone} {WITHHELD}"
+            out.events.append(_event(EventKind.OTHER, line, msg, node=name))
+            out.claimed.add(i)
+    return out
+
+
 # --- per-line host context for tables and describe blocks -------------------------------------
 
 _DESCRIBE_NAME = re.compile(r"^Name:\s+(?P<name>\S+)\s*$")

@@ -66,6 +66,9 @@ def test_corpus_has_300_sourced_cases_from_150_sources_covering_every_category()
         assert case.get("round3", False) in (False, True), case["file"]
         if case.get("round3"):  # round three's new training cases are training cases
             assert case["split"] == "training" and case["added_after_split"], case["file"]
+        assert case.get("round4", False) in (False, True), case["file"]
+        if case.get("round4"):  # and so are round four's
+            assert case["split"] == "training" and case["added_after_split"], case["file"]
         assert (CORPUS / case["file"]).read_text("utf-8").strip(), case["file"]
 
 
@@ -179,6 +182,7 @@ def test_bench_explain_keeps_the_four_figures_and_adds_splits_and_before() -> No
         "before",
         "round1",
         "round2",
+        "round3",
     ):
         assert split in result
     for split in ("training", "validation", "training_added_after_split", "validation_3"):
@@ -198,6 +202,9 @@ def test_bench_explain_keeps_the_four_figures_and_adds_splits_and_before() -> No
     assert result["round1"]["validation"]["n"] == result["validation"]["n"]
     # round two's rules were scored on validation_3 before round three changed any rule
     assert result["round2"]["validation_3"]["n"] == result["validation_3"]["n"]
+    # round three's rules were scored on both held-out splits before round four changed any rule
+    assert result["round3"]["validation"]["n"] == result["validation"]["n"]
+    assert result["round3"]["validation_3"]["n"] == result["validation_3"]["n"]
     added = [c for c in LABELS if c.get("added_after_split")]
     assert result["training_added_after_split"]["n"] == len(added) >= 60
 

@@ -125,3 +125,31 @@ def test_the_peer_most_ranks_report_is_named_and_a_mutual_pair_names_nobody() ->
     assert (got.category, got.node) == ("interconnect", "gpu-c")
     mutual = closed.format("gpu-a", "gpu-b") + closed.format("gpu-b", "gpu-a")
     assert explain_text(mutual).node is None  # a link between the two: no single culprit
+
+
+def test_pdsh_prefixes_of_one_name_shape_each_writing_once_still_name_their_hosts() -> None:
+    # pdsh over three nodes: each writes one line; the node whose own line shows the fault
+    text = (
+        "gpu-02: [rank5]:[E ProcessGroupNCCL.cpp:616] [Rank 5] Watchdog caught collective "
+        "operation timeout: WorkNCCL(SeqNum=100, OpType=ALLREDUCE) ran for 600008 milliseconds\n"
+        "gpu-03: [rank9]:[E ProcessGroupNCCL.cpp:616] [Rank 9] Watchdog caught collective "
+        "operation timeout: WorkNCCL(SeqNum=100, OpType=ALLREDUCE) ran for 600008 milliseconds\n"
+        "gpu-04: NVRM: Xid (PCI:0000:3b:00): 79, pid=1234, GPU has fallen off the bus.\n"
+    )
+    got = explain_text(text)
+    assert (got.category, got.node) == ("gpu_hardware", "gpu-04")
+
+
+def test_a_key_value_dump_is_not_read_as_pdsh_hosts() -> None:
+    text = (
+        "layer1: 0.5\n"
+        "layer2: 0.7\n"
+        "NVRM: Xid (PCI:0000:3b:00): 79, pid=1234, GPU has fallen off the bus.\n"
+    )
+    assert explain_text(text).node is None
+
+
+def test_a_syslog_line_behind_a_pdsh_prefix_names_its_host() -> None:
+    line = "gpu-04: Jan 01 09:58:00 gpu-04 kernel: NVRM: Xid (PCI:0000:3b:00): 79, GPU has fallen"
+    got = explain_text(line + " off the bus.")
+    assert (got.category, got.node) == ("gpu_hardware", "gpu-04")
