@@ -129,6 +129,15 @@ def _disk_bytes(settings: Settings, vm_dir: Path | None) -> int:
     return size
 
 
+def _index_note(index: int | None, samples: int) -> str:
+    # VictoriaMetrics' series index is written once per series per day, not per sample: a short
+    # run's bytes per sample carry all of it, a long one's little. Said apart so both are visible.
+    if index is None:
+        return ""
+    per = index / max(samples, 1)
+    return f"; of the disk bytes per sample, {per:.1f} are VictoriaMetrics' series index (indexdb)"
+
+
 def _setup(fleet: ScaleFleet, base: str) -> None:
     """GPU identities, jobs and allocations, before the timed load."""
     headers = {"Authorization": f"Bearer {TOKEN}", "Content-Type": "application/json"}
@@ -237,12 +246,14 @@ def run(argv: list[str]) -> dict[str, object]:
         with _process(cmd, f"{base}/healthz", "server", env) as server:
             _setup(fleet, base)
             disk_start, rss_start = _disk_bytes(settings, vm_dir), _rss_mb(server)
+            index_start = _dir_bytes(vm_dir / "indexdb") if vm_dir is not None else 0
             cpu_start, t0 = _cpu_s(server.pid), time.perf_counter()
             load = run_load(fleet, base_url=base, token=TOKEN, interval_s=args.interval,
                             seconds=args.minutes * 60, senders=args.senders)  # fmt: skip
             elapsed = time.perf_counter() - t0
             rss_end, server_cpu = _rss_mb(server), _cpu_s(server.pid) - cpu_start
         disk = _disk_bytes(settings, vm_dir) - disk_start
+        index = _dir_bytes(vm_dir / "indexdb") - index_start if vm_dir is not None else None
         timings, dash = _queries(settings, [g.uuid for g in fleet.sim.gpus], load.last_ts)
     lags = sorted(load.lags) or [float("nan")]
     out: dict[str, object] = {
@@ -262,7 +273,8 @@ def run(argv: list[str]) -> dict[str, object]:
         f"{load.errors} refused or failed (retried), server CPU {server_cpu:.0f} s "
         f"({1000 * server_cpu / max(load.requests, 1):.1f} ms per request), "
         f"interval {args.interval} s, "
-        f"{args.senders} senders, {os.cpu_count()} cpus; dashboard reads (ms): {dash}",
+        f"{args.senders} senders, {os.cpu_count()} cpus; dashboard reads (ms): {dash}"
+        + _index_note(index, load.samples),
         file=sys.stderr,
     )
     return out

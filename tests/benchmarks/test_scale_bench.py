@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 from typer.testing import CliRunner
@@ -23,6 +24,12 @@ def _bench(backend: str) -> dict[str, object]:
     (line,) = [x for x in result.output.splitlines() if x.startswith("{")]
     out: dict[str, object] = json.loads(line)
     assert set(out) == KEYS
+    index = re.search(r"([0-9.]+) are VictoriaMetrics' series index", result.output)
+    if backend == "victoriametrics":  # the index's share is said apart, and is part of the whole
+        assert index is not None, result.output
+        assert 0 < float(index[1]) <= float(out["disk_bytes_per_sample"])  # type: ignore[arg-type]
+    else:
+        assert index is None
     return out
 
 
