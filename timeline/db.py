@@ -281,6 +281,19 @@ def downgrade(url: str, revision: str) -> None:
     command.downgrade(alembic_config(url), revision)
 
 
+def driver_connection(session: Session) -> Any:
+    """The DBAPI connection under the session's transaction (sqlite3 or psycopg), for hot
+    paths where SQLAlchemy Core's statement building cost more than the database's work."""
+    raw = session.connection().connection.driver_connection
+    assert raw is not None
+    return raw
+
+
+def marks(session: Session, n: int) -> str:
+    """`n` DBAPI parameter placeholders for the session's driver (`?` or `%s`), joined."""
+    return ", ".join(("?" if session.get_bind().dialect.name == "sqlite" else "%s",) * n)
+
+
 def upsert_insert(session: Session, table: Table) -> Any:
     """A dialect insert that supports ON CONFLICT on both SQLite and PostgreSQL."""
     if session.get_bind().dialect.name == "postgresql":

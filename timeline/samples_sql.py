@@ -16,6 +16,7 @@ from sqlalchemy.orm import Session
 
 from timeline import gpu_id_cache, samples_read
 from timeline import tables as t
+from timeline.db import driver_connection, marks
 from timeline.models import SampleRow
 from timeline.samples import WindowStats
 from timeline.samples_read import Plan, among, plan
@@ -73,14 +74,8 @@ def _ids_of(session: Session, uuids: list[str]) -> dict[str, int]:
         cur.close()
 
 
-def _marks(session: Session, n: int) -> str:
-    return ", ".join(("?" if session.get_bind().dialect.name == "sqlite" else "%s",) * n)
-
-
-def _raw(session: Session) -> Any:
-    raw = session.connection().connection.driver_connection
-    assert raw is not None
-    return raw
+_marks = marks
+_raw = driver_connection
 
 
 def _executemany(session: Session, stmt: str, rows: list[Any]) -> None:
