@@ -14,7 +14,6 @@ from starlette.middleware.sessions import SessionMiddleware
 from starlette.staticfiles import StaticFiles
 
 from timeline import __version__, db, samples
-from timeline.group_commit import GroupCommit
 from timeline.settings import Settings
 from web.api import actions, heatmap, incidents, ingest, ops, read
 from web.api.ops import install_openapi
@@ -143,7 +142,6 @@ def create_app(
     app.state.engine = engine
     app.state.session_factory = factory
     app.state.write_lock = db.write_lock(engine, settings.database_busy_timeout_s)
-    app.state.ingest_writer = GroupCommit(factory, app.state.write_lock)
     app.state.fleet_cache = FleetCache(settings.fleet_cache_s, factory)
     app.state.metrics = _metrics(app, leader, registry)
     app.state.runtime = runtime

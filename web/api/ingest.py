@@ -13,11 +13,11 @@ from typing import Any
 
 from fastapi import APIRouter, Depends, HTTPException, Request
 from fastapi.concurrency import run_in_threadpool
-from sqlalchemy.orm import Session
 from starlette.requests import ClientDisconnect
 
 from timeline import owners, service
 from timeline.bounds import TimeWindow
+from timeline.db import unit_of_work
 from timeline.errors import BatchConflict
 from timeline.intake import take_in
 from timeline.models import AppendResult
@@ -79,25 +79,27 @@ async def ingest(request: Request, principal: Principal = Depends(require_agent)
         window=window,
         may_write_node=principal.may_write_node,
     )
+    factory = request.app.state.session_factory
+    lock = request.app.state.write_lock
 
-    def store(session: Session) -> AppendResult:
-        if principal.node_glob is not None:
-            owners.refuse_foreign_gpus(
-                session, intake=intake, may_write_node=principal.may_write_node
+    def store() -> AppendResult:
+        with lock.hold(), unit_of_work(factory) as session:
+            if principal.node_glob is not None:
+                owners.refuse_foreign_gpus(
+                    session, intake=intake, may_write_node=principal.may_write_node
+                )
+            return service.append_batch(
+                session,
+                batch=intake.batch,
+                received_ts=time.time(),
+                max_items=settings.max_batch_items,
+                digest=intake.digest,
+                rejected=intake.rejected,
+                samples=intake.samples,
             )
-        return service.append_batch(
-            session,
-            batch=intake.batch,
-            received_ts=time.time(),
-            max_items=settings.max_batch_items,
-            digest=intake.digest,
-            rejected=intake.rejected,
-            samples=intake.samples,
-        )
 
     try:
-        # One transaction per batch, shared with the batches queued beside it on SQLite.
-        result = await run_in_threadpool(request.app.state.ingest_writer.run, store)
+        result = await run_in_threadpool(store)
     except BatchConflict:
         metrics.observe_conflict()
         log.warning(
