@@ -46,7 +46,9 @@ def _sqlite_pragmas(busy_timeout_s: float) -> Any:
 
 def _set_pragmas(dbapi_conn: Any, busy_ms: int) -> None:
     cur = dbapi_conn.cursor()
-    # WAL lets the dashboard read while ingest writes; NORMAL is durable across app crashes.
+    # WAL lets the dashboard read while ingest writes. synchronous=NORMAL in WAL mode loses no
+    # committed transaction when the process crashes; only a power loss or OS crash may lose
+    # the last ones (never corrupting the database): FULL's fsync per commit is not paid.
     cur.execute("PRAGMA journal_mode=WAL")
     cur.execute("PRAGMA synchronous=NORMAL")
     cur.execute(f"PRAGMA busy_timeout={busy_ms}")
@@ -279,6 +281,19 @@ def downgrade(url: str, revision: str) -> None:
     from alembic import command
 
     command.downgrade(alembic_config(url), revision)
+
+
+def driver_connection(session: Session) -> Any:
+    """The DBAPI connection under the session's transaction (sqlite3 or psycopg), for hot
+    paths where SQLAlchemy Core's statement building cost more than the database's work."""
+    raw = session.connection().connection.driver_connection
+    assert raw is not None
+    return raw
+
+
+def marks(session: Session, n: int) -> str:
+    """`n` DBAPI parameter placeholders for the session's driver (`?` or `%s`), joined."""
+    return ", ".join(("?" if session.get_bind().dialect.name == "sqlite" else "%s",) * n)
 
 
 def upsert_insert(session: Session, table: Table) -> Any:

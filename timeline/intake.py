@@ -108,17 +108,15 @@ def take_in(
     context = {WINDOW_CONTEXT: window} if window is not None else None
     rejected: list[RejectedItem] = []
     good: dict[str, list[Any]] = {}
+    rows, positions = _sample_rows(lists.pop("samples"), context, rejected, window)
     for kind, items in lists.items():
-        good[kind] = list(_validate(kind, items, context, rejected, window))
+        good[kind] = list(_validate_models(kind, items, context, rejected))
     if may_write_node is not None:
         _bind_nodes(good, may_write_node, rejected)
     rejected.sort(key=lambda r: (ITEM_KINDS.index(r.kind), r.index))
-    positions = {k: [i for i, _ in v] for k, v in good.items()}
-    rows = [row for _, row in good.pop("samples")]
+    at = {k: [i for i, _ in v] for k, v in good.items()} | {"samples": positions}
     batch = head.model_copy(update={k: [item for _, item in v] for k, v in good.items()})
-    return Intake(
-        batch=batch, digest=digest_of(obj), samples=rows, rejected=rejected, positions=positions
-    )
+    return Intake(batch=batch, digest=digest_of(obj), samples=rows, rejected=rejected, positions=at)
 
 
 def _item_lists(obj: dict[str, Any], max_items: int, max_records: int) -> dict[str, list[Any]]:
@@ -148,30 +146,29 @@ def _envelope(head: dict[str, Any]) -> Batch:
         raise InvalidBatch(field_errors(exc)) from None
 
 
-def _validate(
-    kind: str,
+def _sample_rows(
     items: list[Any],
     context: dict[str, Any] | None,
     rejected: list[RejectedItem],
     window: TimeWindow | None,
-) -> Iterator[tuple[int, Any]]:
-    """(index, model) of each valid item (samples: a SampleRow); the invalid go to `rejected`."""
+) -> tuple[list[SampleRow], list[int]]:
+    """The valid samples as rows and the body's index of each; the invalid go to `rejected`."""
     if not items:
-        return
-    if kind == "samples":
-        rows = fast_rows(items, window)
-        if rows is not None:  # the common case, a model per sample cost more than storing it
-            yield from enumerate(rows)
-        else:  # the model judges, so the rejections and their words are the model's
-            for i, sample in _validate_models(kind, items, context, rejected):
-                yield i, SampleRow.of(sample)  # type: ignore[arg-type]
-        return
-    yield from _validate_models(kind, items, context, rejected)
+        return [], []
+    rows = fast_rows(items, window)
+    if rows is not None:  # the common case, a model per sample cost more than storing it
+        return rows, list(range(len(rows)))
+    # The model judges, so the rejections and their words are the model's.
+    kept = list(_validate_models("samples", items, context, rejected))
+    return [SampleRow.of(s) for _, s in kept], [i for i, _ in kept]  # type: ignore[arg-type]
 
 
 def _validate_models(
     kind: str, items: list[Any], context: dict[str, Any] | None, rejected: list[RejectedItem]
 ) -> Iterator[tuple[int, BaseModel]]:
+    """(index, model) of each valid item; the invalid go to `rejected`."""
+    if not items:
+        return
     try:  # the common case: every item is fine, one call validates them all
         yield from enumerate(_LISTS[kind].validate_python(items, context=context))
         return

@@ -12,6 +12,7 @@ messages stay the model's own. The bounds are read off the model's fields at imp
 from __future__ import annotations
 
 import functools
+import operator
 import types
 from typing import Annotated, Any, Union, get_args, get_origin
 
@@ -137,10 +138,9 @@ def fast_rows(items: list[Any], window: b.TimeWindow | None) -> list[SampleRow] 
     if window is not None:
         lo_ts = max(lo_ts, window.now - window.max_age_s)
         hi_ts = min(hi_ts, window.now + window.max_ahead_s)
-    if items and type(items[0]) is dict:
-        keys = items[0].keys()
-        if all(type(item) is dict and item.keys() == keys for item in items):
-            return _by_column(items, list(keys), lo_ts, hi_ts)
+    values = _uniform(items)
+    if values is not None:
+        return _by_column(len(items), *values, lo_ts, hi_ts)
     rows = []
     for item in items:
         row = _row(item, lo_ts, hi_ts)
@@ -148,6 +148,23 @@ def fast_rows(items: list[Any], window: b.TimeWindow | None) -> list[SampleRow] 
             return None
         rows.append(row)
     return rows
+
+
+def _uniform(items: list[Any]) -> tuple[list[str], list[tuple[Any, ...]]] | None:
+    """(keys, columns) when every item is a dict with the first one's keys, else None.
+
+    In C loops (map, itemgetter, zip): a Python loop over the items cost more than the checks.
+    """
+    if not items or type(items[0]) is not dict or len(items[0]) < 2:
+        return None
+    keys = list(items[0])
+    if set(map(type, items)) != {dict} or set(map(len, items)) != {len(keys)}:
+        return None
+    try:  # as many keys as the first item, all of its keys present: the same key set
+        per_item = list(map(operator.itemgetter(*keys), items))
+    except KeyError:
+        return None
+    return keys, list(zip(*per_item, strict=True))
 
 
 def _numbers(col: list[Any], kind: int, lo: Any, hi: Any) -> list[Any] | None:
@@ -170,38 +187,41 @@ def _numbers(col: list[Any], kind: int, lo: Any, hi: Any) -> list[Any] | None:
     return col
 
 
-def _by_column(items: list[Any], keys: list[str], lo_ts: float, hi_ts: float) -> Any:
+def _by_column(
+    n: int, keys: list[str], cols: list[tuple[Any, ...]], lo_ts: float, hi_ts: float
+) -> Any:
     """Items with one key set (an agent's usual batch), checked a column at a time."""
     if "ts" not in keys or "gpu_uuid" not in keys:
         return None
     columns: list[Any] = [None] * len(_FIELDS)
-    for key in keys:
-        col: list[Any] | None = [item[key] for item in items]
-        assert col is not None
-        if key == "ts":
-            col = _numbers(col, _FLOAT, lo_ts, hi_ts)
-            if col is None or None in col:
-                return None
-        elif key == "gpu_uuid":
-            if set(map(type, col)) != {str} or min(map(len, col)) < 1:
-                return None
-            if max(map(len, col)) > _UUID_MAX or _NAME_BAD.search("".join(col)):
-                return None
-        elif key == "extra":
-            checked = [None if e is None else _extra(e) for e in col]
-            if any(c is None and e is not None for c, e in zip(checked, col, strict=True)):
-                return None
-            col = checked
-        elif (spec := _SPECS.get(key)) is None:
-            return None  # a field the model forbids
-        elif spec[1] == _BOOL:
-            if not set(map(type, col)) <= {bool, type(None)}:
-                return None
-        else:
-            col = _numbers(col, *spec[1:])
-            if col is None:
-                return None
-        columns[_FIELDS.index(key)] = col
-    n = len(items)
+    for key, col in zip(keys, cols, strict=True):
+        checked = _column(key, col, lo_ts, hi_ts)
+        if checked is None:
+            return None
+        columns[_FIELDS.index(key)] = checked
     full = [[None] * n if c is None else c for c in columns]
     return list(map(_new_row, zip(*full, strict=True)))
+
+
+def _column(key: str, col: Any, lo_ts: float, hi_ts: float) -> Any:
+    """The column of `key` checked (ints widened where a float is due), or None."""
+    if key == "ts":
+        col = _numbers(col, _FLOAT, lo_ts, hi_ts)
+        return None if col is None or None in col else col
+    if key == "gpu_uuid":
+        if set(map(type, col)) != {str} or min(map(len, col)) < 1:
+            return None
+        if max(map(len, col)) > _UUID_MAX or _NAME_BAD.search("".join(col)):
+            return None
+        return col
+    if key == "extra":
+        checked = [None if e is None else _extra(e) for e in col]
+        if any(c is None and e is not None for c, e in zip(checked, col, strict=True)):
+            return None
+        return checked
+    spec = _SPECS.get(key)
+    if spec is None:
+        return None  # a field the model forbids
+    if spec[1] == _BOOL:
+        return col if set(map(type, col)) <= {bool, type(None)} else None
+    return _numbers(col, *spec[1:])

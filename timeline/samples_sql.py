@@ -6,16 +6,17 @@ A sample row is (GPU id, integer milliseconds, values): the GPU's uuid and node 
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Sequence
 from typing import Any
 
 import orjson
 from sqlalchemy import select
-from sqlalchemy.dialects import postgresql
 from sqlalchemy.orm import Session
 
-from timeline import gpu_id_cache, samples_read
+from timeline import gpu_id_cache, samples_pg, samples_read
 from timeline import tables as t
+from timeline.db import driver_connection, marks
 from timeline.models import SampleRow
 from timeline.samples import WindowStats
 from timeline.samples_read import Plan, among, plan
@@ -73,14 +74,8 @@ def _ids_of(session: Session, uuids: list[str]) -> dict[str, int]:
         cur.close()
 
 
-def _marks(session: Session, n: int) -> str:
-    return ", ".join(("?" if session.get_bind().dialect.name == "sqlite" else "%s",) * n)
-
-
-def _raw(session: Session) -> Any:
-    raw = session.connection().connection.driver_connection
-    assert raw is not None
-    return raw
+_marks = marks
+_raw = driver_connection
 
 
 def _executemany(session: Session, stmt: str, rows: list[Any]) -> None:
@@ -93,9 +88,7 @@ def _executemany(session: Session, stmt: str, rows: list[Any]) -> None:
 
 _AT = {f: SampleRow._fields.index(f) for f in FIELDS}  # a field's position in a SampleRow
 _EXTRA = "extra"
-# a column's PostgreSQL array type, for the unnest of a batch (extra: JSON sent as text)
-_PG_ARRAY = {c.name: f"{c.type.compile(dialect=postgresql.dialect())}[]" for c in t.samples.c}
-_PG_ARRAY[_EXTRA] = "text[]"
+_by_gpu = operator.itemgetter(0)
 
 
 def _columns(samples: Sequence[SampleRow]) -> tuple[list[str], list[tuple[Any, ...]]]:
@@ -122,50 +115,6 @@ def _rows(
     return list(zip(gpu, ms, *values, strict=True))
 
 
-def _quoted(name: str) -> str:
-    return f'"{name}"'
-
-
-def _array(column: Sequence[Any]) -> str:
-    """A PostgreSQL array literal of numbers or booleans (None: NULL); finite by the contract."""
-    if None in column:
-        return "{" + ",".join("NULL" if v is None else str(v) for v in column) + "}"
-    return "{" + ",".join(map(str, column)) + "}"
-
-
-def _append_pg(session: Session, rows: list[tuple[Any, ...]], fields: list[str]) -> None:
-    """PostgreSQL: samples and gpu_latest in one statement, from arrays unnested by the server.
-
-    No staging table (its TRUNCATE alone cost 2-3 ms a batch) and one round trip; numbers go
-    as array literals, cheaper to build than psycopg's dumping of 1,000-item lists (profiled).
-    gpu_latest rows are written in GPU order so two writers lock them in one order (no
-    deadlock); of two samples of one GPU in one millisecond the first wins, as in SQLite.
-    """
-    names = ["gpu_id", "ts_ms", *fields]
-    columns = list(zip(*rows, strict=True))
-    params = [list(c) if n == _EXTRA else _array(c) for n, c in zip(names, columns, strict=True)]
-    casts = ", ".join(f"%s::{_PG_ARRAY[n]}" for n in names)
-    cols = ", ".join(map(_quoted, names))
-    picked = ", ".join(f'"{n}"::json' if n == _EXTRA else f'"{n}"' for n in names)
-    every = ["gpu_id", "ts_ms", *FIELDS]
-    latest = ", ".join(
-        f'"{n}"::json' if n == _EXTRA and n in fields else f'"{n}"' if n in names else "NULL"
-        for n in every
-    )
-    sets = ", ".join(f'"{c}" = excluded."{c}"' for c in every[1:])
-    # gpu_latest in the WITH: PostgreSQL runs an unread data-modifying WITH after the main
-    # statement, so its row locks (which concurrent batches of these GPUs wait on) come last.
-    stmt = (
-        f"WITH r AS (SELECT * FROM unnest({casts}) WITH ORDINALITY AS r({cols}, n)), "
-        f"l AS (INSERT INTO gpu_latest ({', '.join(map(_quoted, every))}) "
-        f"SELECT DISTINCT ON (gpu_id) {latest} FROM r ORDER BY gpu_id, ts_ms DESC, n "
-        f"ON CONFLICT (gpu_id) DO UPDATE SET {sets} WHERE excluded.ts_ms > gpu_latest.ts_ms) "
-        f"INSERT INTO samples ({cols}) SELECT {picked} FROM r ORDER BY n ON CONFLICT DO NOTHING"
-    )
-    with _raw(session).cursor() as cur:
-        cur.execute(stmt, params)
-
-
 def append(session: Session, *, node: str, samples: Sequence[SampleRow]) -> int:
     """Insert compact rows straight through the driver, and refresh gpu_latest.
 
@@ -177,18 +126,20 @@ def append(session: Session, *, node: str, samples: Sequence[SampleRow]) -> int:
         return 0
     fields, columns = _columns(samples)
     ids = gpu_ids(session, node=node, uuids=set(columns[1]))
-    rows = _rows(columns, ids, fields)
-    cols = ", ".join(f'"{c}"' for c in ("gpu_id", "ts_ms", *fields))
-    if session.get_bind().dialect.name == "postgresql":
-        _append_pg(session, rows, fields)
-        return len(rows)
-    marks = _marks(session, len(fields) + 2)
-    _executemany(session, f"INSERT OR IGNORE INTO samples ({cols}) VALUES ({marks})", rows)
+    # In GPU order (stable: of two samples of one GPU in one millisecond the first still
+    # wins): gpu_latest rows are then locked in one order by concurrent writers.
+    rows = sorted(_rows(columns, ids, fields), key=_by_gpu)
     newest: dict[int, tuple[Any, ...]] = {}
     for row in rows:
         held = newest.get(row[0])
         if held is None or row[1] > held[1]:  # first wins, as in samples
             newest[row[0]] = row
+    if session.get_bind().dialect.name == "postgresql":
+        samples_pg.append(session, rows, list(newest.values()), fields)
+        return len(rows)
+    cols = ", ".join(f'"{c}"' for c in ("gpu_id", "ts_ms", *fields))
+    marks = _marks(session, len(fields) + 2)
+    _executemany(session, f"INSERT OR IGNORE INTO samples ({cols}) VALUES ({marks})", rows)
     # The newest sample replaces the whole row: fields it lacks become NULL.
     sets = [f'"{f}" = excluded."{f}"' for f in ("ts_ms", *fields)]
     sets += [f'"{f}" = NULL' for f in FIELDS if f not in fields]

@@ -13,7 +13,7 @@ from sqlalchemy.orm import Session
 from timeline import samples as sample_store
 from timeline import tables as t
 from timeline.bounds import MESSAGE_MAX, clean_text
-from timeline.db import upsert_insert
+from timeline.db import driver_connection, marks, upsert_insert
 from timeline.errors import BatchConflict, BatchTooLarge
 from timeline.models import (
     Allocation,
@@ -90,27 +90,29 @@ def append_batch(
 
 def _claim(session: Session, *, batch: Batch, samples: int, digest: str | None, now: float) -> bool:
     """Claim the batch_id: True when new; False for a replay; BatchConflict when the id holds
-    other content (a NULL digest, from before revision 0004, matches anything)."""
-    claim = (
-        upsert_insert(session, t.ingest_batches)
-        .values(
-            batch_id=batch.batch_id,
-            agent=batch.agent,
-            node=batch.node,
-            received_ts=now,
-            samples=samples,
-            events=len(batch.events),
-            digest=digest,
+    other content (a NULL digest, from before revision 0004, matches anything).
+
+    Through the driver, in the session's transaction: building this one-row statement with
+    Core cost half the small batch's transaction (profiled).
+    """
+    cur = driver_connection(session).cursor()
+    try:
+        cur.execute(
+            "INSERT INTO ingest_batches (batch_id, agent, node, received_ts, samples, events, "
+            f"digest) VALUES ({marks(session, 7)}) ON CONFLICT (batch_id) DO NOTHING",
+            (batch.batch_id, batch.agent, batch.node, now, samples, len(batch.events), digest),
         )
-        .on_conflict_do_nothing(index_elements=["batch_id"])
-        .returning(t.ingest_batches.c.batch_id)
-    )
-    # The unique key decides, not a prior lookup: concurrent replays cannot both win.
-    if session.execute(claim).first() is not None:
-        return True
-    stored = session.execute(
-        select(t.ingest_batches.c.digest).where(t.ingest_batches.c.batch_id == batch.batch_id)
-    ).scalar()
+        # The unique key decides, not a prior lookup: concurrent replays cannot both win.
+        if cur.rowcount == 1:
+            return True
+        cur.execute(
+            f"SELECT digest FROM ingest_batches WHERE batch_id = {marks(session, 1)}",
+            (batch.batch_id,),
+        )
+        found = cur.fetchone()
+    finally:
+        cur.close()
+    stored = None if found is None else found[0]
     if digest is not None and stored is not None and stored != digest:
         raise BatchConflict(batch.batch_id)
     return False
@@ -201,10 +203,17 @@ def upsert_nodes(session: Session, *, nodes: Iterable[Node], now: float) -> None
 
 
 def _touch_node(session: Session, *, name: str, now: float) -> None:
-    stmt = upsert_insert(session, t.nodes).values(
-        name=name, cluster="default", labels={}, taints=[], last_seen_ts=now
-    )
-    session.execute(stmt.on_conflict_do_update(index_elements=["name"], set_={"last_seen_ts": now}))
+    # Through the driver, as _claim; a new node gets the table's defaults (JSON '{}', '[]').
+    cur = driver_connection(session).cursor()
+    try:
+        cur.execute(
+            "INSERT INTO nodes (name, cluster, labels, taints, last_seen_ts) "
+            f"VALUES ({marks(session, 5)}) "
+            "ON CONFLICT (name) DO UPDATE SET last_seen_ts = excluded.last_seen_ts",
+            (name, "default", "{}", "[]", now),
+        )
+    finally:
+        cur.close()
 
 
 def upsert_jobs(session: Session, *, jobs: Iterable[Job], now: float) -> None:

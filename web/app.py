@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import logging
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
@@ -61,6 +62,7 @@ def _lifespan(
         if configure is not None:
             configure(runtime, settings)
         leader.start()
+        _tune_gc()
         log.info("fleetmedic %s serving with %s", __version__, settings.safe_database_url())
         try:
             yield
@@ -69,6 +71,20 @@ def _lifespan(
             app.state.engine.dispose()
 
     return lifespan
+
+
+# gen0 collections every 50,000 net container allocations instead of 700: an ingest batch makes
+# thousands of short-lived dicts and tuples, and the default thresholds spent ~4.5 ms of CPU a
+# 1,000-sample batch in collections (measured under `bench ingest`; 10% of the server's time).
+GC_THRESHOLDS = (50_000, 20, 100)
+
+
+def _tune_gc() -> None:
+    """Freeze what start-up made (never garbage: no collection walks it again) and collect
+    young objects less often. Cycles are still collected, later and in larger sweeps."""
+    gc.collect()
+    gc.freeze()
+    gc.set_threshold(*GC_THRESHOLDS)
 
 
 def _metrics(

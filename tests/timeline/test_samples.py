@@ -189,3 +189,23 @@ def test_every_field_kind_round_trips_through_the_store_with_nulls_and_extra(
     for row in (full, sparse):
         got = latest[row.gpu_uuid]
         assert {f: got[f] for f in SampleRow._fields} == row._asdict()
+
+
+def test_two_samples_of_a_gpu_in_one_millisecond_of_one_batch_keep_the_first(
+    session: Session,
+) -> None:
+    # Out of GPU order on purpose: the store sorts by GPU (stably) before writing.
+    batch = [
+        Sample(ts=NOW, gpu_uuid="GPU-b", util_gpu=1.0),
+        Sample(ts=NOW, gpu_uuid="GPU-a", util_gpu=10.0),
+        Sample(ts=NOW, gpu_uuid="GPU-a", util_gpu=50.0),
+        Sample(ts=NOW + 1, gpu_uuid="GPU-b", util_gpu=2.0),
+    ]
+    _store_rows(session, batch)
+    stats = samples.store().window_stats(
+        session, uuids=["GPU-a", "GPU-b"], since=NOW, until=NOW + 1, fields=["util_gpu"]
+    )
+    assert stats["GPU-a"].count == 1 and stats["GPU-a"].fields["util_gpu"].max == 10.0
+    assert stats["GPU-b"].count == 2
+    latest = samples.store().latest(session)
+    assert (latest["GPU-a"]["util_gpu"], latest["GPU-b"]["util_gpu"]) == (10.0, 2.0)

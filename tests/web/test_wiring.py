@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import time
 from collections.abc import Iterator
 
@@ -11,7 +12,7 @@ from pydantic import SecretStr
 
 from tests.collector.kubernetes.fakeapi import FakeKubeAPI, fixture
 from timeline.settings import Settings
-from web.app import create_app
+from web.app import GC_THRESHOLDS, create_app
 from web.wiring import configure_runtime
 
 
@@ -88,3 +89,15 @@ def test_the_healer_plans_in_observe_mode_right_after_the_correlator_opens_an_in
         ("recover", "planned", "observe"),
         ("notify", "planned", "observe"),
     }
+
+
+@pytest.mark.parametrize("migrated_url", ["sqlite"], indirect=True)
+def test_a_started_server_collects_young_objects_less_often(settings: Settings) -> None:
+    before = gc.get_threshold()
+    try:
+        with TestClient(create_app(settings)):
+            assert gc.get_threshold() == GC_THRESHOLDS
+            assert gc.get_freeze_count() > 0  # start-up's objects left out of collections
+    finally:
+        gc.unfreeze()
+        gc.set_threshold(*before)
