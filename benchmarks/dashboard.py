@@ -260,6 +260,7 @@ def run(argv: list[str]) -> dict[str, Any]:
         with contextlib.closing(engine.connect()) as conn:
             if args.backend == "postgres":
                 conn.exec_driver_sql("ANALYZE")
+                conn.commit()  # closed uncommitted, the statistics were rolled back with it
         result = {
             "gpus": args.gpus,
             "hours": args.hours,

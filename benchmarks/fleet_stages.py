@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 from sqlalchemy.orm import Session, sessionmaker
 
 from correlator import service as incidents
-from timeline import fleet, history
+from timeline import fleet, fleet_read, history
 from web.fleetgrid import build_grid
 from web.fleetstate import filter_options
 
@@ -36,7 +36,7 @@ def fleet_stages(factory: sessionmaker[Session], *, now: float, n: int) -> dict[
     out: dict[str, Any] = {}
     with factory() as s, fleet.bulk_allocation():  # as fleet.read_inputs reads them
         out["latest"], latest = _median_ms(lambda: fleet.read_latest(s), n)
-        out["holders"], holders = _median_ms(lambda: history.holders_at(s, at=now), n)
+        out["holders"], holders = _median_ms(lambda: fleet_read.holders_at(s, at=now), n)
         out["nodes"], nodes = _median_ms(lambda: history.node_states(s), n)
         out["failing"], failing = _median_ms(lambda: incidents.failing_set(s), n)
     inputs = fleet.FleetInputs(latest, holders, nodes)

@@ -16,8 +16,9 @@ from typing import Any, NamedTuple
 
 from sqlalchemy.orm import Session
 
-from timeline import history, queries
+from timeline import fleet_read, history, queries, samples
 from timeline.history import Holder
+from timeline.samples_sql import SqlSampleStore
 
 # Node labels that name a group worth showing the grid by, first match wins: Slurm partition or
 # Kubernetes namespace-ish labels, racks, then the NVLink domain (GPU operator's clique label).
@@ -211,6 +212,8 @@ class FleetInputs:
 
 def read_latest(session: Session) -> list[dict[str, Any]]:
     """Each known GPU with its newest sample (the one read of telemetry the grid makes)."""
+    if isinstance(samples.store(), SqlSampleStore):  # one join through the driver, same rows
+        return fleet_read.latest_rows(session, gpu_columns=GRID_GPU_COLUMNS, fields=GRID_FIELDS)
     return queries.latest_gpu_samples(session, fields=GRID_FIELDS, gpu_columns=GRID_GPU_COLUMNS)
 
 
@@ -218,7 +221,7 @@ def read_inputs(session: Session, *, now: float) -> FleetInputs:
     """The three reads behind the fleet grid (each a narrow read of current state)."""
     with bulk_allocation():  # rows per GPU and per allocation, all kept
         latest = read_latest(session)
-        holders = history.holders_at(session, at=now)
+        holders = fleet_read.holders_at(session, at=now)
         return FleetInputs(latest, holders, history.node_states(session))
 
 

@@ -21,6 +21,7 @@ from sqlalchemy import (
     bindparam,
     case,
     cast,
+    false,
     func,
     or_,
     select,
@@ -57,12 +58,21 @@ def plan(
     after_s: float,
     hourly_after_s: float,
     inclusive: bool = True,
+    bucket_s: int = 0,
 ) -> Plan:
     """How to read [since, until] (or [since, until)): raw when short or not rolled up, else
-    rollups and raw."""
+    rollups and raw. Answers in buckets of whole minutes (`bucket_s`) read the minute rollups
+    at any span: their sums and counts add up exactly to such buckets."""
     lo, hi = round(since * 1000), round(until * 1000) + int(inclusive)
     span = until - since
-    level = rollups.HOUR if span > hourly_after_s else rollups.MINUTE if span > after_s else None
+    whole_minutes = bucket_s > 0 and bucket_s * 1000 % rollups.MINUTE_MS == 0
+    level = (
+        rollups.HOUR
+        if span > hourly_after_s
+        else rollups.MINUTE
+        if span > after_s or whole_minutes
+        else None
+    )
     done = rollups.mark(session, level.name) if level is not None else None
     if level is None or done is None:
         return Plan(None, [(lo, hi)])
@@ -77,7 +87,13 @@ def plan(
 
 def _raw_where(p: Plan) -> ColumnElement[bool]:
     ts = t.samples.c.ts_ms
-    return or_(*(and_(ts >= a, ts < b) for a, b in p.raw if b > a))
+    ranges = [(a, b) for a, b in p.raw if b > a]
+    if not ranges:
+        return false()  # nothing raw to read (an empty OR would have read every row)
+    # The OR of ranges inside one outer range: the outer bounds let the (gpu_id, ts_ms) index
+    # seek to the window (an OR alone made SQLite read every row of the GPU, all history).
+    outer = and_(ts >= min(a for a, _ in ranges), ts < max(b for _, b in ranges))
+    return and_(outer, or_(*(and_(ts >= a, ts < b) for a, b in ranges)))
 
 
 def _joined(table: Table) -> Any:
@@ -193,8 +209,10 @@ def sums(
 ) -> dict[tuple[Any, int], list[float]]:
     """(key, bucket) -> [sum, count] per field, over raw rows and rollups of the plan.
 
-    Rows are summed per GPU id first and joined to gpu_ids after: one join per GPU and bucket,
-    not one per sample (the fleet heatmap reads every GPU).
+    Raw rows are summed per GPU id first and joined to gpu_ids after: one join per GPU and
+    bucket, not one per sample (the fleet heatmap reads every GPU). Rollup rows are one per GPU
+    and minute already: joined directly. Groups are keyed bucket first: rows come in time order,
+    and SQLite's grouping of the whole fleet's hour was ~3x quicker so (measured).
     """
     s, g, width = t.samples, t.gpu_ids, bucket_s * 1000
     picked = None if uuids is None else select(g.c.id).where(among(session, g.c.uuid, uuids))
@@ -205,7 +223,10 @@ def sums(
     inner = select(s.c.gpu_id, b, *cols).where(_raw_where(p))
     if picked is not None:
         inner = inner.where(s.c.gpu_id.in_(picked))
-    parts = [inner.group_by(s.c.gpu_id, b)]
+    sub = inner.group_by(b, s.c.gpu_id).subquery()
+    values = [func.sum(c) for c in list(sub.c)[2:]]
+    raw = select(key, sub.c.b, *values).join_from(sub, g, g.c.id == sub.c.gpu_id)
+    parts = [raw.group_by(sub.c.b, key)]
     if p.rolled is not None:
         r, lo, hi = p.rolled
         cols = []
@@ -213,16 +234,14 @@ def sums(
             n = r.c[f"{f}_n"]
             cols += [func.sum(r.c[f"{f}_mean"] * n), func.sum(n)]
         rb = (r.c.bucket_ms // width).label("b")
-        q = select(r.c.gpu_id, rb, *cols).where(r.c.bucket_ms >= lo, r.c.bucket_ms < hi)
+        q = select(key, rb, *cols).join_from(r, g, g.c.id == r.c.gpu_id)
+        q = q.where(r.c.bucket_ms >= lo, r.c.bucket_ms < hi)
         if picked is not None:
             q = q.where(r.c.gpu_id.in_(picked))
-        parts.append(q.group_by(r.c.gpu_id, rb))
+        parts.append(q.group_by(rb, key))
     out: dict[tuple[Any, int], list[float]] = {}
     for part in parts:
-        sub = part.subquery()
-        values = [func.sum(c) for c in list(sub.c)[2:]]
-        outer = select(key, sub.c.b, *values).join_from(sub, g, g.c.id == sub.c.gpu_id)
-        for k, bucket, *vals in session.execute(outer.group_by(key, sub.c.b)).all():
+        for k, bucket, *vals in session.execute(part).all():
             acc = out.setdefault((k, int(bucket)), [0.0] * len(vals))
             for i, v in enumerate(vals):
                 acc[i] += float(v or 0.0)

@@ -193,7 +193,9 @@ class SqlSampleStore:
             out[uuid] = d
         return out
 
-    def _plan(self, session: Session, since: float, until: float, inclusive: bool) -> Plan:
+    def _plan(
+        self, session: Session, since: float, until: float, inclusive: bool, bucket_s: int = 0
+    ) -> Plan:
         return plan(
             session,
             since=since,
@@ -201,6 +203,7 @@ class SqlSampleStore:
             after_s=self.rollup_after_s,
             hourly_after_s=self.hourly_after_s,
             inclusive=inclusive,
+            bucket_s=bucket_s,
         )
 
     def window_stats(
@@ -249,7 +252,7 @@ class SqlSampleStore:
         if not uuids:
             return {}
         uuid = t.gpu_ids.c.uuid
-        p = self._plan(session, since, until, False)
+        p = self._plan(session, since, until, False, bucket_s)
         acc = samples_read.sums(session, p, key=uuid, uuids=uuids, bucket_s=bucket_s, fields=fields)
         out: dict[str, list[dict[str, float | None]]] = {u: [] for u in uuids}
         for (gpu, bucket), sums in sorted(acc.items()):
@@ -262,7 +265,7 @@ class SqlSampleStore:
         self, session: Session, *, since: float, until: float, bucket_s: int
     ) -> list[tuple[str, float, float]]:
         """(node, bucket start, mean GPU utilization) over every node in [since, until)."""
-        p = self._plan(session, since, until, False)
+        p = self._plan(session, since, until, False, bucket_s)
         acc = samples_read.sums(
             session, p, key=t.gpu_ids.c.node, uuids=None, bucket_s=bucket_s, fields=["util_gpu"]
         )

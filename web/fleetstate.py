@@ -67,12 +67,14 @@ class FleetFilter:
 
 def filter_options(gpus: list[Classified]) -> dict[str, list[str]]:
     """The values each filter can take, from the unfiltered fleet."""
-    allocs = {a for _, a, _, _ in gpus if a is not None}  # holders repeat per GPU: dedupe first
+    # A holder is one object shared by the GPUs it holds: dedupe by identity (hashing 10k
+    # tuples of strings cost more than the rest), then by value.
+    allocs = list({id(a): a for _, a, _, _ in gpus if a is not None}.values())
     return {
         "partitions": sorted({a.partition for a in allocs if a.partition}),
         "users": sorted({a.user for a in allocs if a.user}),
         "accounts": sorted({a.account for a in allocs if a.account}),
-        "models": sorted({r["name"] for r, _, _, _ in gpus if r["name"]}),
+        "models": sorted({r["name"] for r, _, _, _ in gpus} - {None, ""}),
     }
 
 

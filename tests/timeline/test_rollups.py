@@ -116,6 +116,33 @@ def test_long_reads_use_the_rollups_and_agree_with_raw_rows(
     assert busy["GPU-a"] > since
 
 
+def test_whole_minute_buckets_read_the_minute_rollups_at_any_span(
+    session_factory: sessionmaker[Session], session: Session
+) -> None:
+    _hours_of_samples(session_factory, 1)  # one sample a minute, util 0..59
+    store = SqlSampleStore(rollup_after_s=HOUR, hourly_after_s=1e9)
+    since, until = START, START + HOUR  # not longer than rollup_after_s: raw unless minutes
+    raw_heat = store.node_utilization(session, since=since, until=until, bucket_s=120)
+    raw_series = store.series(session, uuids=["GPU-a"], since=since, until=until, bucket_s=120,
+                              fields=["util_gpu"])  # fmt: skip
+    rollups.run_rollups(session_factory, now=until + 10 * 60)
+    session.execute(text("DELETE FROM samples WHERE ts_ms < :cut"), {"cut": (until - 600) * 1000})
+    session.commit()  # only the rollups still hold the first 50 minutes
+    heat = store.node_utilization(session, since=since, until=until, bucket_s=120)
+    assert len(heat) == len(raw_heat) == 30
+    for (node, ts, util), (rnode, rts, rutil) in zip(sorted(heat), sorted(raw_heat), strict=True):
+        assert (node, ts) == (rnode, rts) and abs(util - rutil) < 1e-3
+    assert sorted(heat)[0][2] == 0.5 and sorted(heat)[-1][2] == 58.5  # means of (0,1), (58,59)
+    series = store.series(session, uuids=["GPU-a"], since=since, until=until, bucket_s=120,
+                          fields=["util_gpu"])  # fmt: skip
+    got = [(p["ts"], p["util_gpu"]) for p in series["GPU-a"]]
+    assert got == [(p["ts"], p["util_gpu"]) for p in raw_series["GPU-a"]]
+    # 90-second buckets are not whole minutes: a short span still reads raw rows only, and
+    # the deleted minutes show as missing (not read from the rollups).
+    part = store.node_utilization(session, since=since, until=until, bucket_s=90)
+    assert min(ts for _, ts, _ in part) >= until - 600 - 90
+
+
 def test_retention_deletes_expired_rows_but_never_rows_not_rolled_up(
     session_factory: sessionmaker[Session], session: Session
 ) -> None:

@@ -1,0 +1,79 @@
+"""The fleet grid's reads through the driver: inventory joined with newest samples, holders.
+
+`queries.latest_gpu_samples` reads the inventory and `gpu_latest` apart and joins them in
+Python through SQLAlchemy rows; at 10k-100k GPUs per fleet build that was most of the page's
+cost. Here one LEFT JOIN runs through the driver's cursor and yields plain tuples, with the
+same result (tests/timeline/test_fleet_read.py compares the two). Who holds which GPU is read
+the same way (plain tuples made Holders; SQLAlchemy's row objects cost more than the query).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from sqlalchemy.orm import Session
+
+from timeline import tables as t
+from timeline.history import Holder
+
+_GPU_COLUMNS = frozenset(c.name for c in t.gpus.columns)
+_SAMPLE_COLUMNS = frozenset(c.name for c in t.gpu_latest.columns)
+
+
+def _quoted(name: str) -> str:
+    # Every name comes from the table definitions (checked below), never from a request.
+    return f'"{name}"'
+
+
+def latest_sql(gpu_columns: Sequence[str], fields: Sequence[str]) -> str:
+    """The one statement: inventory columns, then sample fields, then the sample time in s."""
+    unknown = (set(gpu_columns) - _GPU_COLUMNS) | (set(fields) - _SAMPLE_COLUMNS)
+    if unknown:
+        raise ValueError(f"not a column: {sorted(unknown)}")
+    picks = [f"g.{_quoted(c)}" for c in gpu_columns] + [f"l.{_quoted(f)}" for f in fields]
+    # Seconds as a double, computed by the server: ts_ms / 1000.0 rounds the same in both.
+    picks.append("CAST(l.ts_ms AS DOUBLE PRECISION) / 1000")
+    return (
+        f"SELECT {', '.join(picks)} FROM gpus g "
+        "LEFT JOIN gpu_ids i ON i.uuid = g.uuid "
+        "LEFT JOIN gpu_latest l ON l.gpu_id = i.id "
+        'ORDER BY g.node, g."index"'
+    )
+
+
+def _cursor(session: Session) -> Any:
+    raw = session.connection().connection.driver_connection
+    assert raw is not None
+    return raw.cursor()
+
+
+def holders_at(session: Session, *, at: float) -> list[Holder]:
+    """history.holders_at through the driver (same rows): one tuple per open allocation."""
+    mark = "?" if session.get_bind().dialect.name == "sqlite" else "%s"
+    cur = _cursor(session)
+    try:
+        cur.execute(
+            'SELECT a.node, a.gpu_index, a.job_id, j."user", j.account, j.partition '
+            "FROM allocations a JOIN jobs j ON a.job_id = j.job_id AND a.scheduler = j.scheduler "
+            f"WHERE a.start_ts <= {mark} AND (a.end_ts IS NULL OR a.end_ts > {mark})",
+            (at, at),
+        )
+        return list(map(Holder._make, cur.fetchall()))
+    finally:
+        cur.close()
+
+
+def latest_rows(
+    session: Session, *, gpu_columns: Sequence[str], fields: Sequence[str]
+) -> list[dict[str, Any]]:
+    """Each known GPU's `gpu_columns` and newest sample's `fields` and `ts` (None where it
+    has none), ordered by node and index: what latest_gpu_samples returns for the fleet."""
+    keys = (*gpu_columns, *fields, "ts")
+    cur = _cursor(session)
+    try:
+        cur.execute(latest_sql(gpu_columns, fields))
+        # strict=False: the statement has exactly these columns (latest_sql); checking cost 30%.
+        return [dict(zip(keys, row, strict=False)) for row in cur.fetchall()]
+    finally:
+        cur.close()
