@@ -9,7 +9,7 @@ from __future__ import annotations
 import enum
 import gc
 from collections import defaultdict
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from typing import Any, NamedTuple
@@ -34,6 +34,13 @@ _DRAIN_WORDS = ("DRAIN", "DOWN", "FAIL", "MAINT", "REBOOT")
 # The sample fields the grid and the fleet API show; the rest of a GPU's newest row is not read.
 GRID_FIELDS = ("util_gpu", "power_w", "mem_used_mb", "mem_total_mb", "temp_gpu")
 GRID_GPU_COLUMNS = ("uuid", "node", "index", "pci_bus_id", "name")
+# A GPU's newest row is a plain tuple of these, in this order: 10k-100k are made per build of
+# the fleet and a dict per GPU cost more to make than the read itself (~2x at 100k GPUs).
+ROW_KEYS = (*GRID_GPU_COLUMNS, *GRID_FIELDS, "ts")
+UUID, NODE, INDEX, PCI_BUS_ID, NAME = range(len(GRID_GPU_COLUMNS))
+UTIL_GPU = ROW_KEYS.index("util_gpu")
+TS = ROW_KEYS.index("ts")
+GpuRow = tuple[Any, ...]
 OUR_DRAIN_PREFIX = "fleetmedic:"  # the healer marks its own drains with this reason prefix
 
 
@@ -118,8 +125,18 @@ class NodeView:
         return self.drained and (self.reason or "").startswith(OUR_DRAIN_PREFIX)
 
 
+def gpu_row(values: Mapping[str, Any]) -> GpuRow:
+    """The row of a mapping of ROW_KEYS (a missing key reads as None)."""
+    return tuple(values.get(k) for k in ROW_KEYS)
+
+
+def row_dict(row: GpuRow) -> dict[str, Any]:
+    """A row as a dict of ROW_KEYS."""
+    return dict(zip(ROW_KEYS, row, strict=True))
+
+
 def classify(
-    row: dict[str, Any],
+    row: Mapping[str, Any],
     *,
     now: float,
     allocated: bool,
@@ -181,15 +198,11 @@ def _holders_by_node(allocs: list[Holder]) -> dict[str, _NodeHolders]:
     return out
 
 
-def _gpu_view(
-    row: dict[str, Any], alloc: Holder | None, bad: Failing | None, state: GpuState
-) -> GpuView:
+def _gpu_view(row: GpuRow, alloc: Holder | None, bad: Failing | None, state: GpuState) -> GpuView:
     # Positional: this runs once per GPU on every fleet page (10k+ times).
-    view = GpuView(
-        row["uuid"], row["node"], row["index"], row["pci_bus_id"], row["name"], state,
-        row.get("util_gpu"), row.get("power_w"), row.get("mem_used_mb"),
-        row.get("mem_total_mb"), row.get("temp_gpu"), row.get("ts"),
-    )  # fmt: skip
+    uuid, node, index, pci_bus_id, name, util, power, mem_used, mem_total, temp, ts = row
+    view = GpuView(uuid, node, index, pci_bus_id, name, state, util, power, mem_used,
+                   mem_total, temp, ts)  # fmt: skip
     if alloc is not None:
         view.job_id, view.user = alloc.job_id, alloc.user
         view.account, view.partition = alloc.account, alloc.partition
@@ -198,23 +211,25 @@ def _gpu_view(
     return view
 
 
-Classified = tuple[dict[str, Any], "Holder | None", "Failing | None", GpuState]
+Classified = tuple[GpuRow, "Holder | None", "Failing | None", GpuState]
 
 
 @dataclass(frozen=True)
 class FleetInputs:
     """What the fleet is classified from: the newest row per GPU, who holds what, the nodes."""
 
-    latest: list[dict[str, Any]]
+    latest: list[GpuRow]  # ROW_KEYS of each GPU
     holders: list[Holder]
     nodes: list[dict[str, Any]]
 
 
-def read_latest(session: Session) -> list[dict[str, Any]]:
-    """Each known GPU with its newest sample (the one read of telemetry the grid makes)."""
+def read_latest(session: Session) -> list[GpuRow]:
+    """Each known GPU with its newest sample as a row of ROW_KEYS, grouped by node (the one
+    read of telemetry the grid makes)."""
     if isinstance(samples.store(), SqlSampleStore):  # one join through the driver, same rows
-        return fleet_read.latest_rows(session, gpu_columns=GRID_GPU_COLUMNS, fields=GRID_FIELDS)
-    return queries.latest_gpu_samples(session, fields=GRID_FIELDS, gpu_columns=GRID_GPU_COLUMNS)
+        return fleet_read.latest_tuples(session, gpu_columns=GRID_GPU_COLUMNS, fields=GRID_FIELDS)
+    found = queries.latest_gpu_samples(session, fields=GRID_FIELDS, gpu_columns=GRID_GPU_COLUMNS)
+    return list(map(gpu_row, found))
 
 
 def read_inputs(session: Session, *, now: float) -> FleetInputs:
@@ -280,22 +295,22 @@ def _classify_inputs(
     held: _NodeHolders | None = None
     node_bad: Failing | None = None
     for row in inputs.latest:
-        node = row["node"]
+        node = row[NODE]
         if node != current:
             current, held, node_bad = node, held_by_node.get(node), bad_nodes.get(node)
             if node not in nodes:
                 nodes[node] = NodeView(node, None, None)
-        alloc = None if held is None else (held.by_index.get(row["index"]) or held.whole)
-        bad = bad_gpus.get(row["uuid"]) if bad_gpus else None
-        if bad is None and bad_gpus and row["pci_bus_id"]:
-            bad = bad_gpus.get(f"{node}|{row['pci_bus_id']}")
+        alloc = None if held is None else (held.by_index.get(row[INDEX]) or held.whole)
+        bad = bad_gpus.get(row[UUID]) if bad_gpus else None
+        if bad is None and bad_gpus and row[PCI_BUS_ID]:
+            bad = bad_gpus.get(f"{node}|{row[PCI_BUS_ID]}")
         bad = bad or node_bad
-        ts = row.get("ts")
+        ts = row[TS]
         if bad is not None:
             state = GpuState.FAILING
         elif ts is None or now - float(ts) > stale_after_s:
             state = GpuState.STALE
-        elif (row.get("util_gpu") or 0.0) > idle_threshold:
+        elif (row[UTIL_GPU] or 0.0) > idle_threshold:
             state = busy
         else:
             state = free if alloc is None else idle
@@ -322,5 +337,5 @@ def views_of(nodes: dict[str, NodeView], gpus: list[Classified]) -> list[NodeVie
     are, so a cached classification can be shown many times)."""
     grouped: dict[str, list[GpuView]] = defaultdict(list)
     for row, alloc, bad, state in gpus:
-        grouped[row["node"]].append(_gpu_view(row, alloc, bad, state))
+        grouped[row[NODE]].append(_gpu_view(row, alloc, bad, state))
     return [replace(nodes[name], gpus=grouped.get(name, [])) for name in sorted(nodes)]

@@ -15,7 +15,16 @@ from typing import Any
 import orjson
 from markupsafe import Markup
 
-from timeline.fleet import Classified, GpuState, NodeView, bulk_allocation
+from timeline.fleet import (
+    INDEX,
+    NODE,
+    UTIL_GPU,
+    Classified,
+    GpuRow,
+    GpuState,
+    NodeView,
+    bulk_allocation,
+)
 from timeline.history import Holder
 
 STATE_CODES = {
@@ -39,7 +48,7 @@ STATE_LABELS = {
     GpuState.FAILING: "failing",
     GpuState.STALE: "no telemetry",
 }
-Keep = Callable[[dict[str, Any], Holder | None], bool]
+Keep = Callable[[GpuRow, Holder | None], bool]
 
 
 @dataclass
@@ -109,14 +118,14 @@ def _build_grid(nodes: dict[str, NodeView], gpus: list[Classified], keep: Keep |
     for row, alloc, _, state in gpus:  # hot loop: once per GPU
         if keep is not None and not keep(row, alloc):
             continue
-        name = row["node"]
+        name = row[NODE]
         if name != current:
             entry = rows.get(name)
             if entry is None:
                 entry = rows[name] = _new_entry(nodes[name], groups)
             current, st, ut, rf, ix = name, entry[3], entry[4], entry[5], entry[6]
         st.append(codes[state])
-        util = row.get("util_gpu")
+        util = row[UTIL_GPU]
         ut.append(-1 if util is None else round(util))
         if alloc is None:
             rf.append(-1)
@@ -126,7 +135,7 @@ def _build_grid(nodes: dict[str, NodeView], gpus: list[Classified], keep: Keep |
                 ref = jobs[alloc.job_id] = len(job_rows)
                 job_rows.append([alloc.job_id, alloc.user or ""])
             rf.append(ref)
-        index = row["index"]
+        index = row[INDEX]
         ix.append(len(ix) if index is None else index)
         counts[state] += 1
     entries = [_compact(rows[n]) for n in sorted(rows)]

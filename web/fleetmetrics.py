@@ -17,7 +17,7 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session, sessionmaker
 
 from correlator import tables as ct
-from timeline.fleet import GpuState
+from timeline.fleet import INDEX, NODE, UTIL_GPU, GpuState
 from timeline.settings import Settings
 from web.fleetstate import FleetCache
 from web.notify import service as notify
@@ -100,8 +100,8 @@ class DashboardCollector(Collector):
                 "fleetmedic_gpu_utilization", "Newest GPU utilization", labels=["node", "gpu"]
             )
             for row, _, _, _ in gpus:
-                if row.get("util_gpu") is not None:
-                    util.add_metric([row["node"], str(row["index"])], row["util_gpu"])
+                if row[UTIL_GPU] is not None:
+                    util.add_metric([row[NODE], str(row[INDEX])], row[UTIL_GPU])
             out.append(util)
         return out
 

@@ -11,14 +11,13 @@ import math
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Any
 
 import orjson
 from sqlalchemy.orm import Session, sessionmaker
 
 from correlator import service as incidents
 from timeline import db, fleet
-from timeline.fleet import Classified, NodeView
+from timeline.fleet import NAME, Classified, GpuRow, NodeView
 from timeline.history import Holder
 from timeline.settings import Settings
 from web.fleetgrid import STATE_CODES, Grid, build_grid
@@ -53,7 +52,7 @@ class FleetFilter:
         """True when any filter is set."""
         return any((self.partition, self.user, self.account, self.model))
 
-    def keeps(self, row: dict[str, Any], alloc: Holder | None) -> bool:
+    def keeps(self, row: GpuRow, alloc: Holder | None) -> bool:
         """True when the GPU (its newest row and holder) passes every set filter."""
         if alloc is None and (self.partition or self.user or self.account):
             return False
@@ -61,7 +60,7 @@ class FleetFilter:
             (not self.partition or (alloc is not None and alloc.partition == self.partition))
             and (not self.user or (alloc is not None and alloc.user == self.user))
             and (not self.account or (alloc is not None and alloc.account == self.account))
-            and (not self.model or row.get("name") == self.model)
+            and (not self.model or row[NAME] == self.model)
         )
 
 
@@ -74,7 +73,7 @@ def filter_options(gpus: list[Classified]) -> dict[str, list[str]]:
         "partitions": sorted({a.partition for a in allocs if a.partition}),
         "users": sorted({a.user for a in allocs if a.user}),
         "accounts": sorted({a.account for a in allocs if a.account}),
-        "models": sorted({r["name"] for r, _, _, _ in gpus} - {None, ""}),
+        "models": sorted({r[NAME] for r, _, _, _ in gpus} - {None, ""}),
     }
 
 

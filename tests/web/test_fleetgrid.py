@@ -10,13 +10,20 @@ from typing import Any
 import pytest
 
 from timeline.fleet import (
+    INDEX,
+    NODE,
+    UTIL_GPU,
+    UUID,
     Failing,
     FailingSet,
     FleetInputs,
+    GpuRow,
     GpuState,
     NodeView,
     classify,
     classify_inputs,
+    gpu_row,
+    row_dict,
 )
 from timeline.history import Holder
 from web.fleetgrid import STATE_CODES, build_grid, decode_node
@@ -29,7 +36,7 @@ def _fleet(seed: int) -> tuple[FleetInputs, FailingSet]:
     """A random fleet: GPUs fresh or stale, busy or not, held per GPU or per node, failing
     by uuid, by PCI bus id or by node; some GPUs on nodes the scheduler does not know."""
     rng = random.Random(seed)
-    latest: list[dict[str, Any]] = []
+    latest: list[GpuRow] = []
     holders: list[Holder] = []
     failing = FailingSet()
     for n in range(40):
@@ -37,11 +44,11 @@ def _fleet(seed: int) -> tuple[FleetInputs, FailingSet]:
         count = rng.randint(1, 8)
         for i in range(count) if n % 2 else sorted(rng.sample(range(8), count)):
             uuid, pci = f"GPU-{n}-{i}", f"0000:{i:02x}:00.0"
-            latest.append(
+            latest.append(gpu_row(
                 {"uuid": uuid, "node": node, "index": i, "pci_bus_id": pci, "name": "H100",
                  "ts": rng.choice((None, NOW - 5, NOW - 500)),
                  "util_gpu": rng.choice((None, 0.0, 3.0, 5.0, 5.5, 99.6))}
-            )  # fmt: skip
+            ))  # fmt: skip
             if rng.random() < 0.4:
                 holders.append(Holder(node, i, f"j{n}-{i % 3}", "alice", "acct", "p1"))
             if rng.random() < 0.05:
@@ -56,7 +63,8 @@ def _fleet(seed: int) -> tuple[FleetInputs, FailingSet]:
     return FleetInputs(latest, holders, nodes), failing
 
 
-def _expected(row: dict[str, Any], inputs: FleetInputs, failing: FailingSet) -> GpuState:
+def _expected(gpu: GpuRow, inputs: FleetInputs, failing: FailingSet) -> GpuState:
+    row = row_dict(gpu)
     mine = [h for h in inputs.holders if h.node == row["node"]]
     alloc = next((h for h in mine if h.gpu_index == row["index"]), None) or next(
         (h for h in reversed(mine) if h.gpu_index < 0), None
@@ -70,11 +78,11 @@ def _expected(row: dict[str, Any], inputs: FleetInputs, failing: FailingSet) -> 
 def test_one_pass_classification_agrees_with_classify_on_every_gpu(seed: int) -> None:
     inputs, failing = _fleet(seed)
     nodes, gpus = classify_inputs(inputs, now=NOW, failing=failing)
-    assert [row["uuid"] for row, *_ in gpus] == [row["uuid"] for row in inputs.latest]
+    assert [row[UUID] for row, *_ in gpus] == [row[UUID] for row in inputs.latest]
     assert [state for *_, state in gpus] == [_expected(r, inputs, failing) for r in inputs.latest]
     assert {s for *_, s in gpus} == set(GpuState)  # every branch taken
     # Nodes only seen in telemetry still get a row of the grid.
-    assert set(nodes) == {r["node"] for r in inputs.latest} | {n["name"] for n in inputs.nodes}
+    assert set(nodes) == {r[NODE] for r in inputs.latest} | {n["name"] for n in inputs.nodes}
 
 
 @pytest.mark.parametrize("seed", range(5))
@@ -89,9 +97,9 @@ def test_compact_grid_decodes_to_the_classified_states_utils_jobs_and_indexes(se
         for index, state, util, ref in decode_node(entry)
     }
     expected = {
-        (row["node"], row["index"]): (
+        (row[NODE], row[INDEX]): (
             STATE_CODES[state],
-            -1 if row["util_gpu"] is None else round(row["util_gpu"]),
+            -1 if row[UTIL_GPU] is None else round(row[UTIL_GPU]),
             None if alloc is None else alloc.job_id,
         )
         for row, alloc, _, state in gpus
@@ -111,7 +119,7 @@ def test_compact_grid_decodes_to_the_classified_states_utils_jobs_and_indexes(se
 def test_grid_json_cannot_end_the_script_element_it_sits_in() -> None:
     name = "</script><script>alert(1)</script><!--"
     nodes = {name: NodeView(name, "IDLE", None)}
-    row = {"uuid": "u", "node": name, "index": 0, "pci_bus_id": None, "util_gpu": 1.0}
+    row = gpu_row({"uuid": "u", "node": name, "index": 0, "pci_bus_id": None, "util_gpu": 1.0})
     text = str(build_grid(nodes, [(row, None, None, GpuState.FREE)]).script_json())
     assert "<" not in text and json.loads(text)["nodes"][0][0] == name
 
