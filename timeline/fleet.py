@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import enum
 import gc
+import re
 from collections import defaultdict
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -30,7 +31,8 @@ GROUP_LABELS = (
     "topology.kubernetes.io/rack",
     "nvidia.com/gpu.clique",
 )
-_DRAIN_WORDS = ("DRAIN", "DOWN", "FAIL", "MAINT", "REBOOT")
+_DRAIN_WORDS = ("DRAIN", "DOWN", "FAIL", "MAINT", "REBOOT", "CORDON")
+_DRAINED = re.compile("|".join(_DRAIN_WORDS))  # one search per node, not six (10k+ nodes)
 # The sample fields the grid and the fleet API show; the rest of a GPU's newest row is not read.
 GRID_FIELDS = ("util_gpu", "power_w", "mem_used_mb", "mem_total_mb", "temp_gpu")
 GRID_GPU_COLUMNS = ("uuid", "node", "index", "pci_bus_id", "name")
@@ -117,7 +119,7 @@ class NodeView:
     def drained(self) -> bool:
         """The scheduler keeps jobs off this node (drained, down, cordoned)."""
         word = (self.state or "").upper()
-        return any(w in word for w in _DRAIN_WORDS) or "CORDON" in word
+        return _DRAINED.search(word) is not None
 
     @property
     def drained_by_us(self) -> bool:
@@ -195,6 +197,17 @@ def _holders_by_node(allocs: list[Holder]) -> dict[str, _NodeHolders]:
             out[a.node] = held._replace(whole=a)
         else:
             held.by_index[a.gpu_index] = a
+    return out
+
+
+def _by_node_and_pci(gpus: dict[str, Failing]) -> dict[str, dict[str, Failing]]:
+    """The "node|pci bus id" keys of `gpus` as node -> pci bus id -> failure: every split at
+    a "|" (so the lookup equals gpus.get(f"{node}|{pci}"), with no key built per GPU)."""
+    out: dict[str, dict[str, Failing]] = {}
+    for key, bad in gpus.items():
+        for i, char in enumerate(key):
+            if char == "|":
+                out.setdefault(key[:i], {})[key[i + 1 :]] = bad
     return out
 
 
@@ -286,6 +299,7 @@ def _classify_inputs(
         for n in inputs.nodes
     }  # fmt: skip
     bad_gpus, bad_nodes = failing.gpus, failing.nodes
+    bad_pcis = _by_node_and_pci(bad_gpus)
     busy, idle, free = GpuState.BUSY, GpuState.IDLE_ALLOCATED, GpuState.FREE
     out: list[Classified] = []
     append = out.append
@@ -294,16 +308,18 @@ def _classify_inputs(
     current: str | None = None
     held: _NodeHolders | None = None
     node_bad: Failing | None = None
+    node_pcis: dict[str, Failing] | None = None
     for row in inputs.latest:
         node = row[NODE]
         if node != current:
             current, held, node_bad = node, held_by_node.get(node), bad_nodes.get(node)
+            node_pcis = bad_pcis.get(node)
             if node not in nodes:
                 nodes[node] = NodeView(node, None, None)
         alloc = None if held is None else (held.by_index.get(row[INDEX]) or held.whole)
         bad = bad_gpus.get(row[UUID]) if bad_gpus else None
-        if bad is None and bad_gpus and row[PCI_BUS_ID]:
-            bad = bad_gpus.get(f"{node}|{row[PCI_BUS_ID]}")
+        if bad is None and node_pcis and row[PCI_BUS_ID]:
+            bad = node_pcis.get(row[PCI_BUS_ID])
         bad = bad or node_bad
         ts = row[TS]
         if bad is not None:

@@ -18,6 +18,7 @@ from markupsafe import Markup
 from timeline.fleet import (
     INDEX,
     NODE,
+    OUR_DRAIN_PREFIX,
     UTIL_GPU,
     Classified,
     GpuRow,
@@ -85,7 +86,9 @@ class Grid:
 
 def _new_entry(node: NodeView, groups: dict[str, int]) -> list[Any]:
     gi = groups.setdefault(node.group, len(groups))
-    drained = 2 if node.drained_by_us else 1 if node.drained else 0
+    drained = 0
+    if node.drained:  # asked once per node: drained_by_us would ask it again
+        drained = 2 if (node.reason or "").startswith(OUR_DRAIN_PREFIX) else 1
     return [node.name, gi, drained, [], [], [], []]
 
 

@@ -271,3 +271,41 @@ def test_bulk_allocation_pauses_cyclic_gc_and_always_restores_it() -> None:
     inputs, failing = _fleet(0)
     build_grid(*classify_inputs(inputs, now=NOW, failing=failing))
     assert gc.isenabled()
+
+
+def test_failing_by_node_and_pci_matches_at_every_bar_of_the_key() -> None:
+    rows = [
+        gpu_row({"uuid": "u1", "node": "a|b", "index": 0, "pci_bus_id": "c", "ts": NOW}),
+        gpu_row({"uuid": "u2", "node": "a", "index": 0, "pci_bus_id": "b|c", "ts": NOW}),
+        gpu_row({"uuid": "u3", "node": "a", "index": 1, "pci_bus_id": "c", "ts": NOW}),
+        gpu_row({"uuid": "u4", "node": "a", "index": 2, "pci_bus_id": None, "ts": NOW}),
+    ]
+    failing = FailingSet(gpus={"a|b|c": Failing("xid 79", 7)})
+    _, gpus = classify_inputs(FleetInputs(rows, [], []), now=NOW, failing=failing)
+    assert [(r[UUID], state) for r, _, _, state in gpus] == [
+        ("u1", GpuState.FAILING),
+        ("u2", GpuState.FAILING),
+        ("u3", GpuState.FREE),
+        ("u4", GpuState.FREE),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("state", "reason", "drained", "ours"),
+    [
+        ("IDLE", None, False, False),
+        ("drained*", "fleetmedic: xid 79", True, True),
+        ("MIXED+DRAIN", "bad fan", True, False),
+        ("cordoned", None, True, False),
+        ("down", "fleetmedic:x", True, True),
+        ("ALLOCATED", "fleetmedic: stale", False, False),
+    ],
+)
+def test_drained_nodes_and_ours(state: str, reason: str | None, drained: bool, ours: bool) -> None:
+    node = NodeView("n1", state, reason)
+    assert (node.drained, node.drained_by_us) == (drained, ours)
+    grid = build_grid({"n1": node}, [])
+    assert (grid.drained_ours, grid.drained_people) == (0, 0)  # no GPU: no row in the grid
+    row = gpu_row({"uuid": "u", "node": "n1", "index": 0, "ts": NOW})
+    grid = build_grid({"n1": node}, [(row, None, None, GpuState.FREE)])
+    assert grid.nodes[0][2] == (2 if ours else 1 if drained else 0)
