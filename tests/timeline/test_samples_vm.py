@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from sqlalchemy.orm import Session, sessionmaker
 
-from timeline import history, queries, samples, service
+from timeline import fleet, history, queries, samples, service
 from timeline.db import unit_of_work
 from timeline.models import GpuInfo, Sample, SampleRow
 from timeline.samples_sql import SqlSampleStore
@@ -136,10 +136,12 @@ def test_pages_read_the_same_through_the_vm_store(
         on_vm_latest = queries.latest_gpu_samples(s)
         on_vm_node = queries.latest_gpu_samples(s, node=HOSTILE)
         on_vm_series = history.gpu_series(s, uuids=sorted(NODES), since=T0, until=end, bucket_s=300)
+        on_vm_fleet = list(map(fleet.row_dict, fleet.read_latest(s)))  # the grid's tuples
         old = samples.use(SqlSampleStore())
         try:
             _close(on_vm_latest, queries.latest_gpu_samples(s))
             _close(on_vm_node, queries.latest_gpu_samples(s, node=HOSTILE))
+            _close(on_vm_fleet, list(map(fleet.row_dict, fleet.read_latest(s))))
             _close(
                 on_vm_series,
                 history.gpu_series(s, uuids=sorted(NODES), since=T0, until=end, bucket_s=300),
