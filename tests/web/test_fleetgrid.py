@@ -309,3 +309,25 @@ def test_drained_nodes_and_ours(state: str, reason: str | None, drained: bool, o
     row = gpu_row({"uuid": "u", "node": "n1", "index": 0, "ts": NOW})
     grid = build_grid({"n1": node}, [(row, None, None, GpuState.FREE)])
     assert grid.nodes[0][2] == (2 if ours else 1 if drained else 0)
+
+
+def test_metrics_count_gpus_by_state_and_give_each_gpu_its_utilization() -> None:
+    from timeline.settings import Settings
+    from web.fleetmetrics import DashboardCollector
+
+    inputs, failing = _fleet(3)
+    rows = classify_inputs(inputs, now=NOW, failing=failing)
+
+    class Fixed(FleetCache):
+        def rows(self, session: Any, *, settings: Any, now: float) -> Any:
+            return rows
+
+    settings = Settings(metrics_per_gpu=True)
+    found = DashboardCollector(None, settings, Fixed(0))._gpus(None)  # type: ignore[arg-type]
+    by_state = {s.labels["state"]: s.value for s in found[0].samples}
+    assert by_state == {s.value: sum(1 for *_, g in rows[1] if g is s) for s in GpuState}
+    util = {(s.labels["node"], s.labels["gpu"]): s.value for s in found[1].samples}
+    assert util == {
+        (r[NODE], str(r[INDEX])): r[UTIL_GPU] for r, *_ in rows[1] if r[UTIL_GPU] is not None
+    }
+    assert len(util) > 0
