@@ -19,3 +19,8 @@ def test_numbers_and_booleans_print_as_postgresql_reads_them_and_none_stays_none
 
 def test_an_int_orjson_cannot_print_falls_back_to_str() -> None:
     assert _printed((2**70, None, 1)) == [str(2**70), None, "1"]
+
+
+def test_a_non_finite_float_is_not_printed_as_null() -> None:
+    assert _printed((float("nan"), None, 1.0)) == ["nan", None, "1.0"]
+    assert _printed((float("inf"),)) == ["inf"]
