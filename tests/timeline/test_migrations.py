@@ -41,3 +41,24 @@ def test_migrations_at_head_match_the_table_definitions(migrated_url: str) -> No
         diff = compare_metadata(context, metadata)
     engine.dispose()
     assert diff == [], f"tables and migrations differ; write a migration: {diff}"
+
+
+def test_gpu_latest_leaves_room_on_its_pages_for_hot_updates_on_postgresql(
+    request: pytest.FixtureRequest,
+) -> None:
+    from sqlalchemy import text
+
+    pg_url = request.getfixturevalue("pg_database_url")
+    with db.scratch_database("postgres", pg_url=pg_url, prefix="fm_fill") as url:
+        engine = db.make_engine(url)
+
+        def options() -> list[str] | None:
+            with engine.connect() as conn:
+                q = "SELECT reloptions FROM pg_class WHERE relname = 'gpu_latest'"
+                return conn.execute(text(q)).scalar_one()  # type: ignore[no-any-return]
+
+        db.upgrade(url)
+        assert options() == ["fillfactor=20"]
+        db.downgrade(url, "0010")
+        assert options() == ["fillfactor=50"]
+        engine.dispose()

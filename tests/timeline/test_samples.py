@@ -209,3 +209,18 @@ def test_two_samples_of_a_gpu_in_one_millisecond_of_one_batch_keep_the_first(
     assert stats["GPU-b"].count == 2
     latest = samples.store().latest(session)
     assert (latest["GPU-a"]["util_gpu"], latest["GPU-b"]["util_gpu"]) == (10.0, 2.0)
+
+
+def test_numbers_printed_in_exponent_form_or_at_the_int64_edge_round_trip(
+    session: Session,
+) -> None:
+    # PostgreSQL gets numbers as text (COPY, array literals): 1.5e-07 prints as "1.5e-7" there.
+    row = SampleRow(
+        NOW, "GPU-e", util_gpu=0.5, energy_mj=1.5e-7, clock_event_reasons=2**63 - 1, pcie_replay=0
+    )
+    other = SampleRow(NOW, "GPU-f", energy_mj=2.5e16, clock_event_reasons=-(2**63))
+    assert samples.store().append(session, node="n1", samples=[row, other]) == 2
+    session.commit()
+    latest = samples.store().latest(session)
+    for r in (row, other):
+        assert {f: latest[r.gpu_uuid][f] for f in SampleRow._fields} == r._asdict()

@@ -101,3 +101,16 @@ def test_a_started_server_collects_young_objects_less_often(settings: Settings) 
     finally:
         gc.unfreeze()
         gc.set_threshold(*before)
+
+
+@pytest.mark.parametrize("migrated_url", ["sqlite"], indirect=True)
+def test_a_sqlite_server_checkpoints_its_wal_in_the_background_while_it_runs(
+    settings: Settings,
+) -> None:
+    app = create_app(settings)
+    ck = app.state.checkpointer
+    assert ck is not None and ck._thread is None
+    with TestClient(app):
+        thread = ck._thread
+        assert thread is not None and thread.is_alive()
+    assert ck._thread is None and not thread.is_alive()
