@@ -15,6 +15,7 @@ from typing import Any
 from sqlalchemy.orm import Session
 
 from timeline import tables as t
+from timeline.db import driver_connection, marks
 from timeline.history import Holder
 
 _GPU_COLUMNS = frozenset(c.name for c in t.gpus.columns)
@@ -43,8 +44,7 @@ def latest_sql(gpu_columns: Sequence[str], fields: Sequence[str]) -> str:
 
 
 def _cursor(session: Session) -> Any:
-    raw = session.connection().connection.driver_connection
-    assert raw is not None
+    raw = driver_connection(session)
     if session.get_bind().dialect.name == "postgresql":
         # Binary results: numbers arrive as machine values, not text to parse (the same
         # Python values for these column types): fetching the 100k-GPU join took a median
@@ -55,7 +55,7 @@ def _cursor(session: Session) -> Any:
 
 def holders_at(session: Session, *, at: float) -> list[Holder]:
     """history.holders_at through the driver (same rows): one tuple per open allocation."""
-    mark = "?" if session.get_bind().dialect.name == "sqlite" else "%s"
+    mark = marks(session, 1)
     cur = _cursor(session)
     try:
         cur.execute(

@@ -42,7 +42,7 @@ def gpu_ids(session: Session, *, node: str, uuids: set[str]) -> dict[str, int]:
         dialect = session.get_bind().dialect.name
         verb = "INSERT OR IGNORE" if dialect == "sqlite" else "INSERT"
         tail = "" if dialect == "sqlite" else " ON CONFLICT (uuid) DO NOTHING"
-        add = f"{verb} INTO gpu_ids (uuid, node) VALUES ({_marks(session, 2)}){tail}"
+        add = f"{verb} INTO gpu_ids (uuid, node) VALUES ({marks(session, 2)}){tail}"
         _executemany(session, add, [(u, node) for u in missing])
         added = _ids_of(session, missing)
         gpu_id_cache.remember(session, added)
@@ -52,7 +52,7 @@ def gpu_ids(session: Session, *, node: str, uuids: set[str]) -> dict[str, int]:
 
 def _ids_of(session: Session, uuids: list[str]) -> dict[str, int]:
     # Through the driver: SQLAlchemy's compiling of 1,000 IN parameters cost more than the query.
-    cur = _raw(session).cursor()
+    cur = driver_connection(session).cursor()
     try:
         if session.get_bind().dialect.name == "postgresql":
             # One text parameter split by the server: psycopg's dumping of a 1,000-string
@@ -74,12 +74,8 @@ def _ids_of(session: Session, uuids: list[str]) -> dict[str, int]:
         cur.close()
 
 
-_marks = marks
-_raw = driver_connection
-
-
 def _executemany(session: Session, stmt: str, rows: list[Any]) -> None:
-    cur = _raw(session).cursor()
+    cur = driver_connection(session).cursor()
     try:
         cur.executemany(stmt, rows)
     finally:
@@ -138,14 +134,14 @@ def append(session: Session, *, node: str, samples: Sequence[SampleRow]) -> int:
         samples_pg.append(session, rows, list(newest.values()), fields)
         return len(rows)
     cols = ", ".join(f'"{c}"' for c in ("gpu_id", "ts_ms", *fields))
-    marks = _marks(session, len(fields) + 2)
-    _executemany(session, f"INSERT OR IGNORE INTO samples ({cols}) VALUES ({marks})", rows)
+    holes = marks(session, len(fields) + 2)
+    _executemany(session, f"INSERT OR IGNORE INTO samples ({cols}) VALUES ({holes})", rows)
     # The newest sample replaces the whole row: fields it lacks become NULL.
     sets = [f'"{f}" = excluded."{f}"' for f in ("ts_ms", *fields)]
     sets += [f'"{f}" = NULL' for f in FIELDS if f not in fields]
     _executemany(
         session,
-        f"INSERT INTO gpu_latest ({cols}) VALUES ({marks}) ON CONFLICT (gpu_id) DO UPDATE "
+        f"INSERT INTO gpu_latest ({cols}) VALUES ({holes}) ON CONFLICT (gpu_id) DO UPDATE "
         f"SET {', '.join(sets)} WHERE excluded.ts_ms > gpu_latest.ts_ms",
         list(newest.values()),
     )
