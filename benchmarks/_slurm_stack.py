@@ -17,7 +17,6 @@ import re
 import secrets
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -28,6 +27,8 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import httpx
+
+from benchmarks._procs import free_port
 
 REPO = Path(__file__).resolve().parents[1]
 CLUSTER_SH = REPO / "tests" / "collector" / "slurm" / "cluster.sh"
@@ -43,13 +44,6 @@ rc=$?
 if [ -e "{dir}/pause-{name}-$1" ]; then echo $$ > "{dir}/paused-{name}-$1"; exec sleep 60; fi
 exit $rc
 """
-
-
-def free_port() -> int:
-    """A free loopback TCP port."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def wait_for(pred: Callable[[], T], what: str, timeout: float = 60.0, every: float = 0.05) -> T:

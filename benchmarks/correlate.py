@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import os
 import random
 import statistics
 import time
@@ -24,6 +23,7 @@ from apscheduler.schedulers.background import BackgroundScheduler
 
 from benchmarks._correlate_fleet import ILLEGAL, OOM, WATCHDOG, XID79, FleetDay, add_events, bus
 from benchmarks._correlate_fleet import build_day as build
+from benchmarks._procs import PG_ADMIN_URL
 from correlator import service as incidents
 from correlator.flows import correlate_once
 from correlator.jobs import schedule_correlator
@@ -31,10 +31,6 @@ from correlator.models import CorrelationReport
 from timeline import db, service
 from timeline.models import Batch, Event, EventKind, Sample, Severity
 from timeline.settings import Settings
-
-PG_ADMIN_URL = os.environ.get(
-    "FLEETMEDIC_BENCH_PG_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test"
-)
 
 
 def _database(backend: str) -> contextlib.AbstractContextManager[str]:

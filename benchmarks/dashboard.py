@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import os
 import random
 import tempfile
 import time
@@ -26,15 +25,13 @@ from sqlalchemy import insert
 from sqlalchemy.orm import Session, sessionmaker
 
 import timeline.deliveries  # noqa: F401  (registers the notifications table)
+from benchmarks._procs import PG_ADMIN_URL
 from benchmarks.fleet_stages import fleet_stages
 from correlator import tables as ct
 from timeline import db, rollups
 from timeline import tables as t
 from timeline.settings import Settings
 
-PG_ADMIN_URL = os.environ.get(
-    "FLEETMEDIC_BENCH_PG_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test"
-)
 STEP_S = 10.0
 CHUNK = 50_000
 

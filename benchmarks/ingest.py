@@ -10,62 +10,36 @@ import argparse
 import contextlib
 import logging
 import os
-import socket
 import statistics
 import subprocess
 import sys
 import threading
 import time
 import uuid
-from collections.abc import Iterator
 
 import httpx
-import psutil
 
+from benchmarks._procs import PG_ADMIN_URL, free_port, process, rss_mb
 from timeline import db
 from timeline.models import Batch, Sample
 
 TOKEN = "bench-token"
-PG_ADMIN_URL = os.environ.get(
-    "FLEETMEDIC_BENCH_PG_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test"
-)
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _database(backend: str) -> contextlib.AbstractContextManager[str]:
     return db.scratch_database(backend, pg_url=PG_ADMIN_URL, prefix="fleetmedic_bench")
 
 
-@contextlib.contextmanager
-def _server(database_url: str, port: int, workers: int) -> Iterator[subprocess.Popen[bytes]]:
+def _server(
+    database_url: str, port: int, workers: int
+) -> contextlib.AbstractContextManager[subprocess.Popen[bytes]]:
     env = os.environ | {
         "FLEETMEDIC_DATABASE_URL": database_url,
         "FLEETMEDIC_AGENT_TOKENS": TOKEN,
         "FLEETMEDIC_LOG_LEVEL": "WARNING",
     }
     cmd = [sys.executable, "-m", "web.cli", "serve", "--port", str(port), "--workers", str(workers)]
-    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    try:
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            if proc.poll() is not None:
-                raise RuntimeError(f"server exited: {proc.stderr.read().decode()[-2000:]}")  # type: ignore[union-attr]
-            with contextlib.suppress(httpx.HTTPError):
-                if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1).status_code == 200:
-                    break
-            time.sleep(0.1)
-        yield proc
-    finally:
-        proc.terminate()
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            proc.wait(10)
-        if proc.poll() is None:
-            proc.kill()
+    return process(cmd, f"http://127.0.0.1:{port}/healthz", "server", env, ready_s=60)
 
 
 def make_body(node: int, gpus: int, now: float) -> bytes:
@@ -140,14 +114,13 @@ def run(argv: list[str]) -> dict[str, object]:
     p.add_argument("--workers", type=int, default=1, help="server processes (serve --workers)")
     args = p.parse_args(argv)
     logging.getLogger("httpx").setLevel(logging.WARNING)  # one line per request is noise here
-    port = _free_port()
+    port = free_port()
     with _database(args.backend) as url, _server(url, port, args.workers) as proc:
         _load(port, 1.0, args.concurrency, args.batch)  # warm-up: imports, pools, page cache
         t0 = time.perf_counter()
         samples, latencies = _load(port, args.seconds, args.concurrency, args.batch)
         elapsed = time.perf_counter() - t0
-        server = psutil.Process(proc.pid)
-        rss = sum(p.memory_info().rss for p in [server, *server.children(recursive=True)]) / 2**20
+        rss = rss_mb(proc.pid)
     latencies.sort()
     return {
         "backend": args.backend,

@@ -14,9 +14,7 @@ import contextlib
 import logging
 import os
 import shutil
-import socket
 import sqlite3
-import subprocess
 import sys
 import tempfile
 import time
@@ -29,6 +27,7 @@ import psutil
 from sqlalchemy import text
 from sqlalchemy.orm import Session, sessionmaker
 
+from benchmarks._procs import PG_ADMIN_URL, free_port, process, rss_mb
 from benchmarks._scale_load import ScaleFleet, run_load
 from correlator import flows
 from correlator import hang as hang_detector
@@ -38,48 +37,10 @@ from timeline import db, history, queries, samples
 from timeline.settings import Settings
 
 TOKEN = "bench-token"
-PG_ADMIN_URL = os.environ.get(
-    "FLEETMEDIC_BENCH_PG_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test"
-)
 KEYS = (
     "gpus", "backend", "samples_per_s", "ingest_lag_p95_s", "ingest_lag_max_s", "rss_start_mb",
     "rss_end_mb", "disk_bytes_per_sample", "hang_query_ms", "idle_query_ms", "correlator_pass_ms",
 )  # fmt: skip
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def _wait(url: str, proc: subprocess.Popen[bytes], what: str) -> None:
-    deadline = time.monotonic() + 90
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            err = proc.stderr.read().decode()[-2000:] if proc.stderr else ""
-            raise RuntimeError(f"{what} exited: {err}")
-        with contextlib.suppress(httpx.HTTPError):
-            if httpx.get(url, timeout=1).status_code == 200:
-                return
-        time.sleep(0.1)
-    raise RuntimeError(f"{what} not ready in 90 s")
-
-
-@contextlib.contextmanager
-def _process(
-    cmd: list[str], ready: str, what: str, env: dict[str, str] | None = None
-) -> Iterator[subprocess.Popen[bytes]]:
-    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    try:
-        _wait(ready, proc, what)
-        yield proc
-    finally:
-        proc.terminate()
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            proc.wait(30)
-        if proc.poll() is None:
-            proc.kill()
 
 
 @contextlib.contextmanager
@@ -87,16 +48,11 @@ def _victoriametrics(workdir: Path) -> Iterator[str]:
     exe = shutil.which("victoria-metrics")
     if exe is None:
         raise RuntimeError("no victoria-metrics on PATH (Debian package victoria-metrics)")
-    port = _free_port()
+    port = free_port()
     cmd = [exe, f"-storageDataPath={workdir}", f"-httpListenAddr=127.0.0.1:{port}",
            "-search.latencyOffset=0s", "-dedup.minScrapeInterval=1ms"]  # fmt: skip
-    with _process(cmd, f"http://127.0.0.1:{port}/health", "victoria-metrics"):
+    with process(cmd, f"http://127.0.0.1:{port}/health", "victoria-metrics"):
         yield f"http://127.0.0.1:{port}"
-
-
-def _rss_mb(proc: subprocess.Popen[bytes]) -> float:
-    p = psutil.Process(proc.pid)
-    return sum(c.memory_info().rss for c in [p, *p.children(recursive=True)]) / 2**20
 
 
 def _cpu_s(pid: int) -> float:
@@ -232,7 +188,7 @@ def run(argv: list[str]) -> dict[str, object]:
         tempfile.TemporaryDirectory(prefix="fleetmedic_scale_") as tmp,
         _stores(args.backend, Path(tmp)) as (settings, vm_dir),
     ):
-        port = _free_port()
+        port = free_port()
         env = os.environ | {
             "FLEETMEDIC_DATABASE_URL": settings.database_url,
             "FLEETMEDIC_SAMPLES_BACKEND": settings.samples_backend,
@@ -243,15 +199,15 @@ def run(argv: list[str]) -> dict[str, object]:
         }
         cmd = [sys.executable, "-m", "web.cli", "serve", "--port", str(port), "--workers", "1"]
         base = f"http://127.0.0.1:{port}"
-        with _process(cmd, f"{base}/healthz", "server", env) as server:
+        with process(cmd, f"{base}/healthz", "server", env) as server:
             _setup(fleet, base)
-            disk_start, rss_start = _disk_bytes(settings, vm_dir), _rss_mb(server)
+            disk_start, rss_start = _disk_bytes(settings, vm_dir), rss_mb(server.pid)
             index_start = _dir_bytes(vm_dir / "indexdb") if vm_dir is not None else 0
             cpu_start, t0 = _cpu_s(server.pid), time.perf_counter()
             load = run_load(fleet, base_url=base, token=TOKEN, interval_s=args.interval,
                             seconds=args.minutes * 60, senders=args.senders)  # fmt: skip
             elapsed = time.perf_counter() - t0
-            rss_end, server_cpu = _rss_mb(server), _cpu_s(server.pid) - cpu_start
+            rss_end, server_cpu = rss_mb(server.pid), _cpu_s(server.pid) - cpu_start
         disk = _disk_bytes(settings, vm_dir) - disk_start
         index = _dir_bytes(vm_dir / "indexdb") - index_start if vm_dir is not None else None
         timings, dash = _queries(settings, [g.uuid for g in fleet.sim.gpus], load.last_ts)

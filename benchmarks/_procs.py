@@ -1,0 +1,61 @@
+"""What the benchmarks share for the processes they start: ports, readiness, memory, PostgreSQL."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import socket
+import subprocess
+import time
+from collections.abc import Iterator
+
+import httpx
+import psutil
+
+# Where a benchmark makes its scratch PostgreSQL databases.
+PG_ADMIN_URL = os.environ.get(
+    "FLEETMEDIC_BENCH_PG_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test"
+)
+
+
+def free_port() -> int:
+    """A free loopback TCP port."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _wait(url: str, proc: subprocess.Popen[bytes], what: str, ready_s: float) -> None:
+    deadline = time.monotonic() + ready_s
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            err = proc.stderr.read().decode()[-2000:] if proc.stderr else ""
+            raise RuntimeError(f"{what} exited: {err}")
+        with contextlib.suppress(httpx.HTTPError):
+            if httpx.get(url, timeout=1).status_code == 200:
+                return
+        time.sleep(0.1)
+    raise RuntimeError(f"{what} not ready in {ready_s:.0f} s")
+
+
+@contextlib.contextmanager
+def process(
+    cmd: list[str], ready: str, what: str, env: dict[str, str] | None = None, ready_s: float = 90
+) -> Iterator[subprocess.Popen[bytes]]:
+    """Run `cmd` until the block ends, once `ready` answers 200 (its stderr kept for errors)."""
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        _wait(ready, proc, what, ready_s)
+        yield proc
+    finally:
+        proc.terminate()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(30)
+        if proc.poll() is None:
+            proc.kill()
+
+
+def rss_mb(pid: int) -> float:
+    """Resident memory of a process and its children, in MiB."""
+    p = psutil.Process(pid)
+    return sum(c.memory_info().rss for c in [p, *p.children(recursive=True)]) / 2**20
