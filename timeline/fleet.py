@@ -31,8 +31,8 @@ GROUP_LABELS = (
     "topology.kubernetes.io/rack",
     "nvidia.com/gpu.clique",
 )
-_DRAIN_WORDS = ("DRAIN", "DOWN", "FAIL", "MAINT", "REBOOT", "CORDON")
-_DRAINED = re.compile("|".join(_DRAIN_WORDS))  # one search per node, not six (10k+ nodes)
+DRAIN_WORDS = ("DRAIN", "DOWN", "FAIL", "MAINT", "REBOOT", "CORDON")
+_DRAINED = re.compile("|".join(DRAIN_WORDS))  # one search per node, not six (10k+ nodes)
 # The sample fields the grid and the fleet API show; the rest of a GPU's newest row is not read.
 GRID_FIELDS = ("util_gpu", "power_w", "mem_used_mb", "mem_total_mb", "temp_gpu")
 GRID_GPU_COLUMNS = ("uuid", "node", "index", "pci_bus_id", "name")
@@ -43,6 +43,7 @@ UUID, NODE, INDEX, PCI_BUS_ID, NAME = range(len(GRID_GPU_COLUMNS))
 UTIL_GPU = ROW_KEYS.index("util_gpu")
 TS = ROW_KEYS.index("ts")
 GpuRow = tuple[Any, ...]
+STALE_AFTER_S = 120.0  # no sample for this long: the GPU shows as stale
 OUR_DRAIN_PREFIX = "fleetmedic:"  # the healer marks its own drains with this reason prefix
 
 
@@ -54,6 +55,17 @@ class GpuState(enum.StrEnum):
     FREE = "free"
     FAILING = "failing"
     STALE = "stale"  # no telemetry for a while: the agent or the node is gone
+
+
+# One letter per state: the grid's compact form, and what PostgreSQL returns per GPU when it
+# classifies the fleet itself (timeline.fleet_cells).
+STATE_LETTERS = {
+    GpuState.BUSY: "b",
+    GpuState.IDLE_ALLOCATED: "i",
+    GpuState.FREE: "f",
+    GpuState.FAILING: "x",
+    GpuState.STALE: "s",
+}
 
 
 @dataclass(frozen=True)
@@ -158,12 +170,15 @@ def classify(
 
 
 def node_group(node: dict[str, Any]) -> str:
-    """The grid group of a node: its partition, rack or NVLink domain label, else "all"."""
+    """The grid group of a node: its partition, rack or NVLink domain label, else "all".
+
+    Only a non-empty string names a group (Kubernetes and Slurm give labels as strings; a
+    number or list there is not a group name)."""
     labels = node.get("labels") or {}
     if isinstance(labels, dict):
         for key in GROUP_LABELS:
             value = labels.get(key)
-            if value:
+            if value and isinstance(value, str):
                 return f"{key.rsplit('/', 1)[-1]}={value}"
     return "all"
 
@@ -259,7 +274,7 @@ def classify_all(
     now: float,
     failing: FailingSet | None = None,
     idle_threshold: float = 5.0,
-    stale_after_s: float = 120.0,
+    stale_after_s: float = STALE_AFTER_S,
 ) -> tuple[dict[str, NodeView], list[Classified]]:
     """Every node (GPUs not attached) and every GPU as (newest row, holder, failure, state).
 
@@ -277,7 +292,7 @@ def classify_inputs(
     now: float,
     failing: FailingSet | None = None,
     idle_threshold: float = 5.0,
-    stale_after_s: float = 120.0,
+    stale_after_s: float = STALE_AFTER_S,
 ) -> tuple[dict[str, NodeView], list[Classified]]:
     """classify_all on rows already read; same result as `classify` applied to each GPU."""
     with bulk_allocation():
@@ -340,7 +355,7 @@ def fleet_view(
     now: float,
     failing: FailingSet | None = None,
     idle_threshold: float = 5.0,
-    stale_after_s: float = 120.0,
+    stale_after_s: float = STALE_AFTER_S,
 ) -> list[NodeView]:
     """Every node with its GPUs classified, for /api/v1/fleet."""
     nodes, gpus = classify_all(session, now=now, failing=failing, idle_threshold=idle_threshold,

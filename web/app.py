@@ -148,7 +148,9 @@ def create_app(
     app.state.write_lock = db.write_lock(engine, settings.database_busy_timeout_s)
     # SQLite: WAL checkpoints beside the commits instead of inside one (timeline.wal_checkpoint)
     app.state.checkpointer = wal_checkpoint.for_engine(engine)
-    app.state.fleet_cache = FleetCache(settings.fleet_cache_s, factory)
+    # PostgreSQL classifies the fleet per node itself (timeline.fleet_cells): 100k GPUs.
+    postgres = engine.dialect.name == "postgresql"
+    app.state.fleet_cache = FleetCache(settings.fleet_cache_s, factory, cells=postgres)
     app.state.metrics = _metrics(app, leader, registry)
     app.state.runtime = runtime
     app.state.sample_store = sample_store

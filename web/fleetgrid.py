@@ -19,6 +19,7 @@ from timeline.fleet import (
     INDEX,
     NODE,
     OUR_DRAIN_PREFIX,
+    STATE_LETTERS,
     UTIL_GPU,
     Classified,
     GpuRow,
@@ -26,15 +27,10 @@ from timeline.fleet import (
     NodeView,
     bulk_allocation,
 )
+from timeline.fleet_cells import JobRow, NodeCells
 from timeline.history import Holder
 
-STATE_CODES = {
-    GpuState.BUSY: "b",
-    GpuState.IDLE_ALLOCATED: "i",
-    GpuState.FREE: "f",
-    GpuState.FAILING: "x",
-    GpuState.STALE: "s",
-}
+STATE_CODES = STATE_LETTERS
 STATE_COLORS = {
     GpuState.BUSY: "#2e7d32",
     GpuState.IDLE_ALLOCATED: "#f9a825",
@@ -150,6 +146,67 @@ def _build_grid(nodes: dict[str, NodeView], gpus: list[Classified], keep: Keep |
         drained_ours=sum(1 for e in entries if e[2] == 2),
         drained_people=sum(1 for e in entries if e[2] == 1),
     )
+
+
+def grid_from_cells(cells: list[NodeCells], held_by: dict[int, JobRow]) -> Grid:
+    """The unfiltered grid from PostgreSQL's per-node classification (nodes by name): the
+    same grid as build_grid on the per-GPU rows, made per node instead of per GPU."""
+    groups: dict[str, int] = {}
+    jobs: dict[str, int] = {}
+    job_rows: list[list[str]] = []
+
+    def ref(row_id: int | None) -> int:
+        if row_id is None:
+            return -1
+        job = held_by[row_id]
+        found = jobs.get(job.job_id)
+        if found is None:
+            found = jobs[job.job_id] = len(job_rows)
+            job_rows.append([job.job_id, job.user or ""])
+        return found
+
+    entries: list[list[Any]] = []
+    for c in cells:  # once per node
+        first = c.jobs[0]
+        if c.jobs.count(first) == len(c.jobs):  # one holder (or none) for the whole node
+            refs: int | list[int] = ref(first)
+        else:
+            refs = [ref(j) for j in c.jobs]
+        indexes: list[Any] | None = c.indexes
+        if None in c.indexes:  # as build_grid: an unknown index is the GPU's position
+            indexes = [k if i is None else i for k, i in enumerate(c.indexes)]
+        if indexes == list(range(len(c.indexes))):
+            indexes = None
+        gi = groups.setdefault(c.group, len(groups))
+        entries.append([c.node, gi, c.drained, c.states, c.utils, refs, indexes])
+    letters = "".join(c.states for c in cells)
+    return Grid(
+        groups=list(groups),
+        nodes=entries,
+        jobs=job_rows,
+        counts={s: letters.count(code) for s, code in STATE_CODES.items()},
+        drained_ours=sum(1 for c in cells if c.drained == 2),
+        drained_people=sum(1 for c in cells if c.drained == 1),
+    )
+
+
+def options_from_cells(
+    cells: list[NodeCells], held_by: dict[int, JobRow], models: list[str]
+) -> dict[str, list[str]]:
+    """The values each filter can take (as web.fleetstate.filter_options gives them)."""
+    ids: set[int | None] = set()
+    for c in cells:
+        ids.update(c.jobs)
+    holders = [held_by[i] for i in ids if i is not None]
+    partitions = {h.partition for h in holders}
+    users = {h.user for h in holders}
+    accounts = {h.account for h in holders}
+    return {
+        "partitions": sorted(v for v in partitions if v),
+        "users": sorted(v for v in users if v),
+        "accounts": sorted(v for v in accounts if v),
+        "models": sorted(set(models) - {""}),
+    }
 
 
 def decode_node(entry: list[Any]) -> list[tuple[int, str, int, int]]:

@@ -76,6 +76,13 @@ def _notify_families(session: Session) -> list[Metric]:
     return [deliveries, failures]
 
 
+def _state_family(counts: dict[GpuState, int]) -> Metric:
+    family = GaugeMetricFamily("fleetmedic_gpus", "GPUs by state", labels=["state"])
+    for state, count in counts.items():
+        family.add_metric([state.value], count)
+    return family
+
+
 class DashboardCollector(Collector):
     """Reads the store on scrape; a failing read is logged and those families are left out."""
 
@@ -87,23 +94,21 @@ class DashboardCollector(Collector):
         self.cache = cache
 
     def _gpus(self, session: Session) -> list[Metric]:
-        _, gpus = self.cache.rows(session, settings=self.settings, now=time.time())
+        now = time.time()
+        if not self.settings.metrics_per_gpu:  # counts only: no per-GPU rows needed
+            counts = self.cache.snapshot(session, settings=self.settings, now=now).counts()
+            return [_state_family(counts)]
+        _, gpus = self.cache.rows(session, settings=self.settings, now=now)
         counts = dict.fromkeys(GpuState, 0)
         for _, _, _, state in gpus:
             counts[state] += 1
-        family = GaugeMetricFamily("fleetmedic_gpus", "GPUs by state", labels=["state"])
-        for state, count in counts.items():
-            family.add_metric([state.value], count)
-        out: list[Metric] = [family]
-        if self.settings.metrics_per_gpu:
-            util = GaugeMetricFamily(
-                "fleetmedic_gpu_utilization", "Newest GPU utilization", labels=["node", "gpu"]
-            )
-            for row, _, _, _ in gpus:
-                if row[UTIL_GPU] is not None:
-                    util.add_metric([row[NODE], str(row[INDEX])], row[UTIL_GPU])
-            out.append(util)
-        return out
+        util = GaugeMetricFamily(
+            "fleetmedic_gpu_utilization", "Newest GPU utilization", labels=["node", "gpu"]
+        )
+        for row, _, _, _ in gpus:
+            if row[UTIL_GPU] is not None:
+                util.add_metric([row[NODE], str(row[INDEX])], row[UTIL_GPU])
+        return [_state_family(counts), util]
 
     def collect(self) -> Iterator[Metric]:
         """Every family, each from its own query."""

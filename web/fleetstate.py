@@ -16,11 +16,12 @@ import orjson
 from sqlalchemy.orm import Session, sessionmaker
 
 from correlator import service as incidents
-from timeline import db, fleet
-from timeline.fleet import NAME, Classified, GpuRow, NodeView
+from timeline import db, fleet, fleet_cells
+from timeline.fleet import NAME, Classified, GpuRow, GpuState, NodeView
+from timeline.fleet_cells import JobRow, NodeCells
 from timeline.history import Holder
 from timeline.settings import Settings
-from web.fleetgrid import STATE_CODES, Grid, build_grid
+from web.fleetgrid import STATE_CODES, Grid, build_grid, grid_from_cells, options_from_cells
 
 log = logging.getLogger(__name__)
 __all__ = ["STATE_CODES", "FleetCache", "FleetFilter", "FleetSnapshot", "filter_options"]
@@ -37,6 +38,25 @@ def classified_rows(
         failing=incidents.failing_set(session),
         idle_threshold=settings.idle_util_threshold,
     )
+
+
+Cells = tuple[list[NodeCells], dict[int, JobRow], list[str]]
+
+
+def classified_cells(session: Session, *, settings: Settings, now: float) -> Cells:
+    """Every node's GPUs classified by PostgreSQL (timeline.fleet_cells), the jobs holding
+    them, and the GPU models."""
+    cells, jobs = fleet_cells.node_cells(
+        session,
+        now=now,
+        failing=incidents.failing_set(session),
+        idle_threshold=settings.idle_util_threshold,
+        stale_after_s=fleet.STALE_AFTER_S,
+    )
+    return cells, jobs, fleet_cells.models(session)
+
+
+Rows = tuple[dict[str, NodeView], list[Classified]]
 
 
 @dataclass
@@ -91,11 +111,17 @@ def _nodes_json(views: list[NodeView], budget: int) -> tuple[bytes, int]:
 
 @dataclass
 class FleetSnapshot:
-    """One classification of the fleet and what the fleet page derives from it, each derived
-    value built at most once per snapshot (so a cached snapshot serves the page cheaply)."""
+    """One classification of the fleet and what the pages derive from it, each derived value
+    built at most once per snapshot (so a cached snapshot serves the page cheaply).
 
-    rows: tuple[dict[str, NodeView], list[Classified]]
+    Built either from per-GPU rows (Python's classification: SQLite, and what the API and the
+    filters need) or from per-node cells (PostgreSQL's: the unfiltered page at 100k GPUs);
+    a snapshot of cells gets its rows on first need, from the session then at hand.
+    """
+
+    rows: Rows | None
     built: float = 0.0  # time.monotonic() when classified
+    cells: Cells | None = None
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     _grid: Grid | None = None
     _options: dict[str, list[str]] | None = None
@@ -105,28 +131,51 @@ class FleetSnapshot:
         """The unfiltered grid (payload serialized once, on first use)."""
         with self.lock:
             if self._grid is None:
-                self._grid = build_grid(*self.rows)
+                if self.cells is not None:
+                    self._grid = grid_from_cells(*self.cells[:2])
+                else:
+                    assert self.rows is not None
+                    self._grid = build_grid(*self.rows)
                 self._grid.script_json()
             return self._grid
+
+    def counts(self) -> dict[GpuState, int]:
+        """GPUs by state."""
+        return self.grid().counts
 
     def options(self) -> dict[str, list[str]]:
         """The values each filter can take."""
         with self.lock:
             if self._options is None:
-                self._options = filter_options(self.rows[1])
+                if self.cells is not None:
+                    self._options = options_from_cells(*self.cells)
+                else:
+                    assert self.rows is not None
+                    self._options = filter_options(self.rows[1])
             return self._options
+
+    def ensure_rows(self, session: Session, *, settings: Settings, now: float) -> Rows:
+        """The per-GPU rows, classified now if this snapshot was built from cells."""
+        with self.lock:
+            if self.rows is None:
+                self.rows = classified_rows(session, settings=settings, now=now)
+            return self.rows
 
     def api_body(self, budget: int) -> tuple[bytes, int]:
         """/api/v1/fleet's JSON: the leading nodes that fit `budget` bytes, and how many were
         left out (each node serialized once; the answer is kept for the snapshot's life)."""
         with self.lock:
             if self._api is None or self._api[0] != budget:
+                assert self.rows is not None, "ensure_rows first"
                 self._api = (budget, *_nodes_json(fleet.views_of(*self.rows), budget))
             return self._api[1], self._api[2]
 
     def filtered_grid(self, flt: FleetFilter) -> Grid:
         """The grid of the GPUs that pass `flt` (built per request: filters vary)."""
-        return self.grid() if not flt.active() else build_grid(*self.rows, keep=flt.keeps)
+        if not flt.active():
+            return self.grid()
+        assert self.rows is not None, "ensure_rows first"
+        return build_grid(*self.rows, keep=flt.keeps)
 
 
 class FleetCache:
@@ -136,24 +185,42 @@ class FleetCache:
     while many viewers and scrapers no longer multiply the cost of classifying 10k+ GPUs.
     With a session factory, a snapshot past its ttl is still served while one background
     thread builds the next (at 100k GPUs a build takes seconds: no request waits for it);
-    past `STALE_LIMIT` ttls it is rebuilt in the caller. A ttl of 0 turns it off.
+    past `STALE_LIMIT` ttls it is rebuilt in the caller. A ttl of 0 turns it off. With
+    `cells` (PostgreSQL), a snapshot is classified by the database per node, and per-GPU rows
+    are made only for the callers that need them (the API, filters, per-GPU metrics).
     """
 
     STALE_LIMIT = 3.0
 
-    def __init__(self, ttl_s: float, factory: sessionmaker[Session] | None = None) -> None:
+    def __init__(
+        self, ttl_s: float, factory: sessionmaker[Session] | None = None, *, cells: bool = False
+    ) -> None:
         self.ttl_s = ttl_s
         self.factory = factory
+        self.cells = cells
         self.lock = threading.Lock()
         self.value: FleetSnapshot | None = None
         self.refreshing = False
 
-    def snapshot(self, session: Session, *, settings: Settings, now: float) -> FleetSnapshot:
-        """The classified fleet, rebuilt when older than the ttl (one builder at a time)."""
+    def _build(self, session: Session, settings: Settings, now: float) -> FleetSnapshot:
+        if self.cells:
+            made = classified_cells(session, settings=settings, now=now)
+            return FleetSnapshot(None, time.monotonic(), cells=made)
+        return FleetSnapshot(classified_rows(session, settings=settings, now=now), time.monotonic())
+
+    def snapshot(
+        self, session: Session, *, settings: Settings, now: float, rows: bool = False
+    ) -> FleetSnapshot:
+        """The classified fleet, rebuilt when older than the ttl (one builder at a time);
+        with `rows`, its per-GPU rows are there too."""
+        snap = self._current(session, settings, now)
+        if rows:
+            snap.ensure_rows(session, settings=settings, now=now)
+        return snap
+
+    def _current(self, session: Session, settings: Settings, now: float) -> FleetSnapshot:
         if self.ttl_s <= 0:
-            return FleetSnapshot(
-                classified_rows(session, settings=settings, now=now), time.monotonic()
-            )
+            return self._build(session, settings, now)
         with self.lock:  # concurrent misses wait for one rebuild instead of each doing it
             value = self.value
             age = math.inf if value is None else time.monotonic() - value.built
@@ -167,19 +234,24 @@ class FleetCache:
                 if not self.refreshing:
                     self.refreshing = True
                     threading.Thread(
-                        target=self._refresh, args=(settings,), name="fleet-cache", daemon=True
+                        target=self._refresh,
+                        args=(settings, value.rows is not None),
+                        name="fleet-cache",
+                        daemon=True,
                     ).start()
                 return value
-            rows = classified_rows(session, settings=settings, now=now)
             # Stamped when built: a build slower than the ttl is still reused for a ttl.
-            self.value = FleetSnapshot(rows, time.monotonic())
+            self.value = self._build(session, settings, now)
             return self.value
 
-    def _refresh(self, settings: Settings) -> None:
+    def _refresh(self, settings: Settings, with_rows: bool) -> None:
         assert self.factory is not None
         try:
             with db.reading(self.factory) as session:
-                snap = FleetSnapshot(classified_rows(session, settings=settings, now=time.time()))
+                now = time.time()
+                snap = self._build(session, settings, now)
+                if with_rows:  # rows were asked of the last one: have them ready again
+                    snap.ensure_rows(session, settings=settings, now=now)
             snap.grid()  # the page's payload too, so that no request builds it
             snap.built = time.monotonic()
             with self.lock:
@@ -190,8 +262,8 @@ class FleetCache:
             with self.lock:
                 self.refreshing = False
 
-    def rows(
-        self, session: Session, *, settings: Settings, now: float
-    ) -> tuple[dict[str, NodeView], list[Classified]]:
+    def rows(self, session: Session, *, settings: Settings, now: float) -> Rows:
         """The classified rows (nodes, GPUs) of the current snapshot."""
-        return self.snapshot(session, settings=settings, now=now).rows
+        found = self.snapshot(session, settings=settings, now=now, rows=True).rows
+        assert found is not None
+        return found

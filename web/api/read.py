@@ -139,7 +139,7 @@ async def fleet_state(request: Request) -> Response:
     budget = settings.api_max_response_bytes
     body, left_out = await read_session(
         request,
-        lambda s: cache.snapshot(s, settings=settings, now=time.time()).api_body(budget),
+        lambda s: cache.snapshot(s, settings=settings, now=time.time(), rows=True).api_body(budget),
     )
     # Serialized with orjson once per cached classification (10k GPUs: milliseconds).
     headers = {TRUNCATED_HEADER: str(left_out)} if left_out else None

@@ -48,7 +48,7 @@ def fleet_data(
     """Everything the fleet page shows (nothing here is rendered per GPU: the grid goes to
     the page as one JSON payload, serialized once per cached classification)."""
     cache = cache or FleetCache(0)
-    snap = cache.snapshot(session, settings=settings, now=now)
+    snap = cache.snapshot(session, settings=settings, now=now, rows=flt.active())
     grid = snap.filtered_grid(flt)
     return {
         "header": _header(grid, session),
