@@ -24,6 +24,7 @@ from timeline.fleet import (
     STATE_LETTERS,
     FailingSet,
     GpuState,
+    bulk_allocation,
 )
 
 
@@ -87,7 +88,8 @@ whole AS ({_holders("a.gpu_index < 0", per_gpu=False)}),
 cells AS (
   SELECT g.node COLLATE "C" AS node, g."index" AS idx,
     CASE WHEN g.uuid = ANY(%(bad_gpus)s) OR g.node = ANY(%(bad_nodes)s)
-              OR (g.pci_bus_id <> '' AND g.node || '|' || g.pci_bus_id = ANY(%(bad_gpus)s))
+              OR (g.pci_bus_id = ANY(%(bad_pcis)s)
+                  AND g.node || '|' || g.pci_bus_id = ANY(%(bad_gpus)s))
            THEN {_letter(GpuState.FAILING)}
          WHEN l.ts_ms IS NULL
               OR %(now)s - CAST(l.ts_ms AS DOUBLE PRECISION) / 1000 > %(stale)s
@@ -129,30 +131,40 @@ def node_cells(
     params: dict[str, Any] = {
         "now": now,
         "bad_gpus": list(failing.gpus),
+        # Every non-empty part after a "|" of those keys ("node|pci bus id"; an empty bus id
+        # never matches): a cheap test before the concatenation, else built for 100k GPUs.
+        "bad_pcis": sorted(
+            {k[i + 1 :] for k in failing.gpus for i, c in enumerate(k) if c == "|"} - {""}
+        ),
         "bad_nodes": list(failing.nodes),
         "stale": stale_after_s,
         "idle": idle_threshold,
     }
+    with bulk_allocation():  # 12.5k rows of lists, all kept: no GC passes over them meanwhile
+        out, jobs = _read(session, params)
+    out.sort(key=_name)
+    return out, jobs
+
+
+def _read(session: Session, params: dict[str, Any]) -> tuple[list[NodeCells], dict[int, JobRow]]:
     cur = driver_connection(session).cursor(binary=True)
     try:
         # The sorts and hashes of 100k rows spill to disk under the default 4 MB.
         cur.execute("SET LOCAL work_mem = '64MB'")
         cur.execute(SQL, params)
         out = list(map(NodeCells._make, cur.fetchall()))
-        ids: set[int | None] = set()
+        held: set[int | None] = set()
         for cells in out:
             _check_order(cells.indexes)
-            ids.update(cells.jobs)
-        ids.discard(None)
+            held.update(cells.jobs)
+        held.discard(None)
         cur.execute(
             'SELECT id, job_id, "user", account, partition FROM jobs WHERE id = ANY(%s)',
-            (sorted(ids),),  # type: ignore[type-var]
+            (list(held),),
         )
-        jobs = {row[0]: JobRow(*row[1:]) for row in cur.fetchall()}
+        return out, {row[0]: JobRow(*row[1:]) for row in cur.fetchall()}
     finally:
         cur.close()
-    out.sort(key=_name)
-    return out, jobs
 
 
 def _name(cells: NodeCells) -> str:
