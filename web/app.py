@@ -14,6 +14,7 @@ from starlette.middleware.sessions import SessionMiddleware
 from starlette.staticfiles import StaticFiles
 
 from timeline import __version__, db, samples, wal_checkpoint
+from timeline.samples_sql import SqlSampleStore
 from timeline.settings import Settings
 from web.api import actions, heatmap, incidents, ingest, ops, read
 from web.api.ops import install_openapi
@@ -148,9 +149,10 @@ def create_app(
     app.state.write_lock = db.write_lock(engine, settings.database_busy_timeout_s)
     # SQLite: WAL checkpoints beside the commits instead of inside one (timeline.wal_checkpoint)
     app.state.checkpointer = wal_checkpoint.for_engine(engine)
-    # PostgreSQL classifies the fleet per node itself (timeline.fleet_cells): 100k GPUs.
-    postgres = engine.dialect.name == "postgresql"
-    app.state.fleet_cache = FleetCache(settings.fleet_cache_s, factory, cells=postgres)
+    # PostgreSQL classifies the fleet per node itself (timeline.fleet_cells): 100k GPUs. It
+    # reads gpu_latest, which the SQL sample store keeps (VictoriaMetrics keeps its own).
+    cells = engine.dialect.name == "postgresql" and isinstance(sample_store, SqlSampleStore)
+    app.state.fleet_cache = FleetCache(settings.fleet_cache_s, factory, cells=cells)
     app.state.metrics = _metrics(app, leader, registry)
     app.state.runtime = runtime
     app.state.sample_store = sample_store

@@ -331,3 +331,20 @@ def test_metrics_count_gpus_by_state_and_give_each_gpu_its_utilization() -> None
         (r[NODE], str(r[INDEX])): r[UTIL_GPU] for r, *_ in rows[1] if r[UTIL_GPU] is not None
     }
     assert len(util) > 0
+
+
+def test_fleet_is_classified_by_postgresql_only_over_the_sql_sample_store(
+    settings: Any,
+) -> None:
+    from timeline import samples
+    from web.app import create_app
+
+    before = samples.store()
+    try:
+        postgres = settings.database_url.startswith("postgresql")
+        assert create_app(settings).state.fleet_cache.cells is postgres
+        # VictoriaMetrics keeps the newest samples itself: gpu_latest is not kept in SQL.
+        vm = settings.model_copy(update={"samples_backend": "victoriametrics"})
+        assert create_app(vm).state.fleet_cache.cells is False
+    finally:
+        samples.use(before)
