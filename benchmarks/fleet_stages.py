@@ -70,5 +70,5 @@ def _cell_stages(
         out["cells_read"], (cells, jobs) = _median_ms(read, n)
         out["cells_models"], models = _median_ms(lambda: fleet_cells.models(s), n)
     out["cells_grid"], _ = _median_ms(lambda: grid_from_cells(cells, jobs).script_json(), n)
-    out["cells_options"], _ = _median_ms(lambda: options_from_cells(cells, jobs, models), n)
+    out["cells_options"], _ = _median_ms(lambda: options_from_cells(jobs, models), n)
     return out

@@ -36,7 +36,8 @@ class NodeCells(NamedTuple):
     drained: int  # 0 no, 1 by a person, 2 by fleetmedic's healer
     states: str  # one STATE_LETTERS letter per GPU
     utils: list[int]  # -1: unknown
-    jobs: list[int | None]  # the holder's row in `jobs` (its id), None where free
+    job: int | None  # where one job holds every GPU: its row in `jobs` (its id)
+    jobs: list[int | None] | None  # else each GPU's holder (None where free); None if none
     indexes: list[int | None]
 
 
@@ -110,11 +111,13 @@ SELECT c.node, {_group_sql()},
   CASE WHEN n.state ~* '{"|".join(DRAIN_WORDS)}'
        THEN CASE WHEN starts_with(n.reason, '{OUR_DRAIN_PREFIX}') THEN 2 ELSE 1 END
        ELSE 0 END,
-  c.st, c.ut, c.job, c.idx
-FROM (SELECT node, string_agg(st, '') AS st, array_agg(ut) AS ut, array_agg(job) AS job,
-        array_agg(idx) AS idx
+  c.st, c.ut, CASE WHEN c.one THEN c.job END, CASE WHEN NOT c.one THEN c.jobs END, c.idx
+FROM (SELECT node, string_agg(st, '') AS st, array_agg(ut) AS ut, array_agg(idx) AS idx,
+        count(job) = 0 OR (count(job) = count(*) AND min(job) = max(job)) AS one,
+        min(job) AS job, array_agg(job) AS jobs
       FROM cells GROUP BY node) c
 LEFT JOIN nodes n ON n.name = c.node
+ORDER BY c.node -- in the "C" collation: UTF-8 byte order, which is how Python orders str
 """
 
 
@@ -141,9 +144,7 @@ def node_cells(
         "idle": idle_threshold,
     }
     with bulk_allocation():  # 12.5k rows of lists, all kept: no GC passes over them meanwhile
-        out, jobs = _read(session, params)
-    out.sort(key=_name)
-    return out, jobs
+        return _read(session, params)
 
 
 def _read(session: Session, params: dict[str, Any]) -> tuple[list[NodeCells], dict[int, JobRow]]:
@@ -155,32 +156,31 @@ def _read(session: Session, params: dict[str, Any]) -> tuple[list[NodeCells], di
         out = list(map(NodeCells._make, cur.fetchall()))
         held: set[int | None] = set()
         for cells in out:
-            _check_order(cells.indexes)
-            held.update(cells.jobs)
+            indexes = cells.indexes
+            # The sorted-subquery form is documented to hold for a plain GroupAggregate; if a
+            # plan ever reordered rows, fail loudly rather than draw GPUs in the wrong places.
+            if None in indexes or indexes != sorted(indexes):  # type: ignore[type-var]
+                _check_order(indexes)
+            if cells.jobs is None:
+                held.add(cells.job)
+            else:
+                held.update(cells.jobs)
         held.discard(None)
+        # One text parameter: psycopg's dumping of a list of 10k ints cost more than the query.
         cur.execute(
-            'SELECT id, job_id, "user", account, partition FROM jobs WHERE id = ANY(%s)',
-            (list(held),),
+            'SELECT id, job_id, "user", account, partition FROM jobs '
+            "WHERE id = ANY(CAST(string_to_array(%s, ',') AS BIGINT[]))",
+            (",".join(map(str, held)),),
         )
         return out, {row[0]: JobRow(*row[1:]) for row in cur.fetchall()}
     finally:
         cur.close()
 
 
-def _name(cells: NodeCells) -> str:
-    return cells.node
-
-
 def _check_order(indexes: list[int | None]) -> None:
-    # The sorted-subquery form is documented to hold for a plain GroupAggregate; if a plan
-    # ever reorders rows, fail loudly rather than draw GPUs in the wrong places. Unknown
-    # indexes sort last (NULLS LAST).
-    if None in indexes:
-        known = [i for i in indexes if i is not None]
-        ordered = indexes[: len(known)] == sorted(known)
-    else:
-        ordered = indexes == sorted(indexes)  # type: ignore[type-var]
-    if not ordered:
+    # Unknown indexes sort last (NULLS LAST).
+    known = [i for i in indexes if i is not None]
+    if indexes[: len(known)] != sorted(known):
         raise RuntimeError(f"fleet cells arrived out of index order: {indexes}")
 
 

@@ -152,33 +152,33 @@ def grid_from_cells(cells: list[NodeCells], held_by: dict[int, JobRow]) -> Grid:
     """The unfiltered grid from PostgreSQL's per-node classification (nodes by name): the
     same grid as build_grid on the per-GPU rows, made per node instead of per GPU."""
     groups: dict[str, int] = {}
-    jobs: dict[str, int] = {}
+    by_job: dict[str, int] = {}
     job_rows: list[list[str]] = []
+    ref_of: dict[int | None, int] = {None: -1}  # holder row id -> index in job_rows
 
     def ref(row_id: int | None) -> int:
-        if row_id is None:
-            return -1
-        job = held_by[row_id]
-        found = jobs.get(job.job_id)
+        found = ref_of.get(row_id)
         if found is None:
-            found = jobs[job.job_id] = len(job_rows)
-            job_rows.append([job.job_id, job.user or ""])
+            assert row_id is not None
+            job = held_by[row_id]
+            found = by_job.get(job.job_id)  # one grid job per job id, as build_grid keys it
+            if found is None:
+                found = by_job[job.job_id] = len(job_rows)
+                job_rows.append([job.job_id, job.user or ""])
+            ref_of[row_id] = found
         return found
 
     entries: list[list[Any]] = []
-    for c in cells:  # once per node
-        first = c.jobs[0]
-        if c.jobs.count(first) == len(c.jobs):  # one holder (or none) for the whole node
-            refs: int | list[int] = ref(first)
-        else:
-            refs = [ref(j) for j in c.jobs]
-        indexes: list[Any] | None = c.indexes
-        if None in c.indexes:  # as build_grid: an unknown index is the GPU's position
-            indexes = [k if i is None else i for k, i in enumerate(c.indexes)]
-        if indexes == list(range(len(c.indexes))):
-            indexes = None
-        gi = groups.setdefault(c.group, len(groups))
-        entries.append([c.node, gi, c.drained, c.states, c.utils, refs, indexes])
+    identity = [list(range(n)) for n in range(max((len(c.states) for c in cells), default=0) + 1)]
+    for node, group, drained, states, utils, job, jobs, indexes in cells:  # once per node
+        refs: int | list[int] = ref(job) if jobs is None else [ref(j) for j in jobs]
+        if None in indexes:  # as build_grid: an unknown index is the GPU's position
+            indexes = [k if i is None else i for k, i in enumerate(indexes)]
+        gi = groups.get(group)
+        if gi is None:
+            gi = groups[group] = len(groups)
+        compact = None if indexes == identity[len(indexes)] else indexes
+        entries.append([node, gi, drained, states, utils, refs, compact])
     letters = "".join(c.states for c in cells)
     return Grid(
         groups=list(groups),
@@ -190,21 +190,14 @@ def grid_from_cells(cells: list[NodeCells], held_by: dict[int, JobRow]) -> Grid:
     )
 
 
-def options_from_cells(
-    cells: list[NodeCells], held_by: dict[int, JobRow], models: list[str]
-) -> dict[str, list[str]]:
-    """The values each filter can take (as web.fleetstate.filter_options gives them)."""
-    ids: set[int | None] = set()
-    for c in cells:
-        ids.update(c.jobs)
-    holders = [held_by[i] for i in ids if i is not None]
-    partitions = {h.partition for h in holders}
-    users = {h.user for h in holders}
-    accounts = {h.account for h in holders}
+def options_from_cells(held_by: dict[int, JobRow], models: list[str]) -> dict[str, list[str]]:
+    """The values each filter can take (as web.fleetstate.filter_options gives them), from
+    the jobs holding the grid's GPUs."""
+    holders = held_by.values()
     return {
-        "partitions": sorted(v for v in partitions if v),
-        "users": sorted(v for v in users if v),
-        "accounts": sorted(v for v in accounts if v),
+        "partitions": sorted({h.partition for h in holders if h.partition}),
+        "users": sorted({h.user for h in holders if h.user}),
+        "accounts": sorted({h.account for h in holders if h.account}),
         "models": sorted(set(models) - {""}),
     }
 

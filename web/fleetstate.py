@@ -148,7 +148,7 @@ class FleetSnapshot:
         with self.lock:
             if self._options is None:
                 if self.cells is not None:
-                    self._options = options_from_cells(*self.cells)
+                    self._options = options_from_cells(*self.cells[1:])
                 else:
                     assert self.rows is not None
                     self._options = filter_options(self.rows[1])

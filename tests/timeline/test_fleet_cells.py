@@ -146,7 +146,7 @@ def test_cells_grid_and_options_equal_the_python_classification(
     expected, got = _decoded(build_grid(*rows)), _decoded(grid_from_cells(cells, jobs))
     assert got == expected
     assert sum(got["counts"].values()) == len(rows[1]) > 0
-    options = options_from_cells(cells, jobs, fleet_cells.models(session))
+    options = options_from_cells(jobs, fleet_cells.models(session))
     assert options == filter_options(rows[1])
 
 
