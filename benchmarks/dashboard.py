@@ -78,10 +78,10 @@ def _seed_fleet(
 ) -> dict[str, Any]:
     names = [f"gpu-{n:05d}" for n in range(max(gpus // 8, 1))]
     gpu_rows = [
-        {"uuid": f"GPU-{n}-{i}", "node": n, "index": i,
+        {"uuid": f"GPU-{n}-{i}", "node": n, "index": i, "gpu_id": 8 * k + i + 1,
          "pci_bus_id": f"00000000:{0x18 + 16 * i:02X}:00.0", "name": "NVIDIA H100 80GB HBM3",
          "updated_ts": now}
-        for n in names
+        for k, n in enumerate(names)
         for i in range(8)
     ][:gpus]  # fmt: skip
     jobs, allocs = _job_rows(names, now)
@@ -100,7 +100,7 @@ def _seed_samples(
     rng: random.Random,
 ) -> int:
     """Compact rows (revision 0009): GPU ids, integer milliseconds, and gpu_latest."""
-    ids = [{"id": k + 1, "uuid": g["uuid"], "node": g["node"]} for k, g in enumerate(gpus)]
+    ids = [{"id": g["gpu_id"], "uuid": g["uuid"], "node": g["node"]} for g in gpus]
     _insert(factory, t.gpu_ids, ids)
     steps = int(hours * 3600 / STEP_S)
     total = 0

@@ -101,8 +101,9 @@ cells AS (
     CASE WHEN l.util_gpu IS NULL THEN -1 ELSE CAST(round(l.util_gpu) AS INTEGER) END AS ut,
     COALESCE(p.id, w.id) AS job
   FROM gpus g
-  LEFT JOIN gpu_ids i ON i.uuid = g.uuid
-  LEFT JOIN gpu_latest l ON l.gpu_id = i.id
+  -- The inventory's own id (revision 0012); gpu_ids by uuid only where it has none.
+  LEFT JOIN gpu_latest l
+    ON l.gpu_id = COALESCE(g.gpu_id, (SELECT i.id FROM gpu_ids i WHERE i.uuid = g.uuid))
   LEFT JOIN held p ON p.node = g.node AND p.gpu_index = g."index"
   LEFT JOIN whole w ON w.node = g.node
   ORDER BY 1, 2, g.uuid

@@ -11,6 +11,7 @@ from sqlalchemy.engine import CursorResult
 from sqlalchemy.orm import Session
 
 from timeline import samples as sample_store
+from timeline import samples_sql
 from timeline import tables as t
 from timeline.bounds import MESSAGE_MAX, clean_text
 from timeline.db import driver_connection, marks, upsert_insert
@@ -177,10 +178,17 @@ def append_events(
 
 
 def upsert_gpus(session: Session, *, gpus: Iterable[GpuInfo], now: float) -> None:
-    """Insert or refresh GPU identities."""
-    for g in gpus:
-        row = g.model_dump() | {"updated_ts": now}
+    """Insert or refresh GPU identities, each with its integer id (gpu_ids)."""
+    rows = [g.model_dump() | {"updated_ts": now} for g in gpus]
+    by_node: dict[str, set[str]] = {}
+    for row in rows:
+        by_node.setdefault(row["node"], set()).add(row["uuid"])
+    ids: dict[str, int] = {}
+    for node, uuids in by_node.items():
+        ids |= samples_sql.gpu_ids(session, node=node, uuids=uuids)
+    for row in rows:
         row["pci_bus_id"] = normalize_pci_bus_id(row["pci_bus_id"])
+        row["gpu_id"] = ids[row["uuid"]]
         stmt = upsert_insert(session, t.gpus).values(**row)
         session.execute(
             stmt.on_conflict_do_update(

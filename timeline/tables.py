@@ -86,6 +86,8 @@ gpus = Table(
     Column("mig_mode", Boolean),
     Column("driver_version", String(32)),
     Column("updated_ts", Float),
+    # The GPU's id in gpu_ids (revision 0012): the fleet joins its newest sample on it.
+    Column("gpu_id", Integer),
 )
 
 SAMPLE_FIELDS = (

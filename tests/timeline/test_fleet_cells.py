@@ -6,7 +6,7 @@ import random
 from typing import Any
 
 import pytest
-from sqlalchemy import insert
+from sqlalchemy import bindparam, insert, text
 from sqlalchemy.orm import Session
 
 from timeline import fleet, fleet_cells, samples
@@ -74,6 +74,12 @@ def _seed(session: Session, rng: random.Random) -> FailingSet:
         for g in gpus if rng.random() < 0.85
     ]  # fmt: skip
     samples.store().append(session, node="n", samples=[SampleRow.of(r) for r in rows])
+    # Half the inventory carries its gpu_ids id (as upsert_gpus writes it), half does not (as
+    # rows written before revision 0012 or by hand): the read must take both ways.
+    session.execute(text(
+        "UPDATE gpus SET gpu_id = (SELECT i.id FROM gpu_ids i WHERE i.uuid = gpus.uuid) "
+        "WHERE node IN :nodes"
+    ).bindparams(bindparam("nodes", expanding=True)), {"nodes": nodes[::2]})  # fmt: skip
     session.commit()
     return failing
 
@@ -168,3 +174,20 @@ def test_cells_refuse_rows_that_arrive_out_of_index_order() -> None:
         fleet_cells._check_order([1, 0])
     with pytest.raises(RuntimeError, match="out of index order"):
         fleet_cells._check_order([None, 0])
+
+
+@ON_POSTGRES
+def test_cells_read_samples_through_the_inventory_id_and_without_it(session: Session) -> None:
+    from timeline import service
+    from timeline.models import GpuInfo
+
+    service.upsert_gpus(session, gpus=[GpuInfo(uuid="GPU-up", node="n1", index=0)], now=NOW)
+    session.execute(insert(t.gpus), [{"uuid": "GPU-raw", "node": "n1", "index": 1}])
+    rows = [Sample(ts=NOW - 1, gpu_uuid=u, util_gpu=77.0) for u in ("GPU-up", "GPU-raw")]
+    samples.store().append(session, node="n1", samples=[SampleRow.of(r) for r in rows])
+    ids = dict(session.execute(text("SELECT uuid, id FROM gpu_ids")).all())
+    inventory = dict(session.execute(text("SELECT uuid, gpu_id FROM gpus")).all())
+    assert inventory == {"GPU-up": ids["GPU-up"], "GPU-raw": None}
+    settings = {"now": NOW, "failing": FailingSet(), "idle_threshold": 5.0, "stale_after_s": 120.0}
+    (cells,), _ = fleet_cells.node_cells(session, **settings)
+    assert cells.states == "bb" and cells.utils == [77, 77]

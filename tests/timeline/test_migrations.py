@@ -62,3 +62,32 @@ def test_gpu_latest_leaves_room_on_its_pages_for_hot_updates_on_postgresql(
         db.downgrade(url, "0010")
         assert options() == ["fillfactor=50"]
         engine.dispose()
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
+def test_revision_0012_gives_every_inventory_gpu_its_gpu_ids_id(
+    backend: str, request: pytest.FixtureRequest
+) -> None:
+    from sqlalchemy import text
+
+    pg_url = request.getfixturevalue("pg_database_url") if backend == "postgres" else ""
+    with db.scratch_database(backend, pg_url=pg_url, prefix="fm_gpu_id") as url:
+        db.upgrade(url, "0011")
+        engine = db.make_engine(url)
+        with engine.begin() as conn:
+            conn.execute(text("INSERT INTO gpu_ids (uuid, node) VALUES ('GPU-s', 'n1')"))
+            conn.execute(text(
+                "INSERT INTO gpus (uuid, node, \"index\") VALUES ('GPU-s', 'n1', 0), "
+                "('GPU-never-sampled', 'n2', 0)"
+            ))  # fmt: skip
+        db.upgrade(url, "0012")
+        with engine.connect() as conn:
+            ids = dict(conn.execute(text("SELECT uuid, id FROM gpu_ids")).all())
+            inventory = dict(conn.execute(text("SELECT uuid, gpu_id FROM gpus")).all())
+            nodes = dict(conn.execute(text("SELECT uuid, node FROM gpu_ids")).all())
+        assert set(ids) == {"GPU-s", "GPU-never-sampled"}
+        assert inventory == ids and nodes["GPU-never-sampled"] == "n2"
+        db.downgrade(url, "0011")
+        with engine.connect() as conn:
+            assert "gpu_id" not in [c["name"] for c in inspect(conn).get_columns("gpus")]
+        engine.dispose()
