@@ -70,12 +70,13 @@ def _group_sql() -> str:
 def _holders(where: str, per_gpu: bool) -> str:
     # history.holders_at's rows, one per GPU (or per node for whole-node allocations): where
     # two claim the same, the newest wins, as in fleet.classify_inputs (holders oldest first).
-    key = "a.node, a.gpu_index" if per_gpu else "a.node"
+    # Sorted by bytes ("C"): the same groups as the default collation, at a fraction of the cost.
+    key = 'a.node COLLATE "C", a.gpu_index' if per_gpu else 'a.node COLLATE "C"'
     return (
-        f"SELECT DISTINCT ON ({key}) {key}, j.id FROM allocations a "
+        f"SELECT DISTINCT ON ({key}) a.node, a.gpu_index, j.id FROM allocations a "
         "JOIN jobs j ON a.job_id = j.job_id AND a.scheduler = j.scheduler "
         f"WHERE {where} AND a.start_ts <= %(now)s AND (a.end_ts IS NULL OR a.end_ts > %(now)s) "
-        f"ORDER BY {key}, a.start_ts DESC, a.job_id DESC, j.id DESC"
+        f"ORDER BY {key}, a.start_ts DESC, j.id DESC"
     )
 
 

@@ -63,7 +63,7 @@ def holders_at(session: Session, *, at: float) -> list[Holder]:
             "FROM allocations a JOIN jobs j ON a.job_id = j.job_id AND a.scheduler = j.scheduler "
             f"WHERE a.start_ts <= {mark} AND (a.end_ts IS NULL OR a.end_ts > {mark}) "
             # Oldest first: where two allocations claim one GPU, the newer (later) one wins.
-            "ORDER BY a.start_ts, a.job_id, j.id",
+            "ORDER BY a.start_ts, j.id",
             (at, at),
         )
         return list(map(Holder._make, cur.fetchall()))
