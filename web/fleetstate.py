@@ -156,10 +156,16 @@ class FleetSnapshot:
 
     def ensure_rows(self, session: Session, *, settings: Settings, now: float) -> Rows:
         """The per-GPU rows, classified now if this snapshot was built from cells."""
-        with self.lock:
-            if self.rows is None:
-                self.rows = classified_rows(session, settings=settings, now=now)
-            return self.rows
+        rows = self.rows
+        if rows is None:
+            # Outside the lock: at 100k GPUs this takes a second or more, and the page's
+            # grid (same lock) must not wait for it.
+            made = classified_rows(session, settings=settings, now=now)
+            with self.lock:
+                if self.rows is None:
+                    self.rows = made
+                rows = self.rows
+        return rows
 
     def api_body(self, budget: int) -> tuple[bytes, int]:
         """/api/v1/fleet's JSON: the leading nodes that fit `budget` bytes, and how many were

@@ -348,3 +348,36 @@ def test_fleet_is_classified_by_postgresql_only_over_the_sql_sample_store(
         assert create_app(vm).state.fleet_cache.cells is False
     finally:
         samples.use(before)
+
+
+def test_a_snapshot_of_cells_makes_per_gpu_rows_only_when_asked_and_only_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from timeline.fleet_cells import JobRow, NodeCells
+    from web import fleetstate
+
+    inputs, failing = _fleet(1)
+    rows = classify_inputs(inputs, now=NOW, failing=failing)
+    made: list[int] = []
+
+    def fake_rows(session: Any, *, settings: Any, now: float) -> Any:
+        made.append(1)
+        return rows
+
+    def fake_cells(session: Any, *, settings: Any, now: float) -> Any:
+        cells = [NodeCells("n1", "all", 0, "bi", [90, 0], 7, None, [0, 1])]
+        return cells, {7: JobRow("42", "ann", "ml", "gpu")}, ["H100"]
+
+    monkeypatch.setattr(fleetstate, "classified_rows", fake_rows)
+    monkeypatch.setattr(fleetstate, "classified_cells", fake_cells)
+    cache = FleetCache(ttl_s=5, cells=True)
+    snap = cache.snapshot(None, settings=None, now=0)  # type: ignore[arg-type]
+    assert snap.counts()[GpuState.BUSY] == 1 and snap.counts()[GpuState.IDLE_ALLOCATED] == 1
+    assert snap.grid().jobs == [["42", "ann"]] and snap.options()["users"] == ["ann"]
+    assert made == [] and snap.rows is None  # the page needs no per-GPU rows
+    again = cache.snapshot(None, settings=None, now=0, rows=True)  # type: ignore[arg-type]
+    assert again is snap and snap.rows is rows and made == [1]
+    assert cache.rows(None, settings=None, now=0) is rows and made == [1]  # type: ignore[arg-type]
+    assert snap.filtered_grid(FleetFilter(user="bob")).counts == build_grid(
+        *rows, keep=FleetFilter(user="bob").keeps
+    ).counts
