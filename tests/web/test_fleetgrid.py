@@ -378,6 +378,7 @@ def test_a_snapshot_of_cells_makes_per_gpu_rows_only_when_asked_and_only_once(
     again = cache.snapshot(None, settings=None, now=0, rows=True)  # type: ignore[arg-type]
     assert again is snap and snap.rows is rows and made == [1]
     assert cache.rows(None, settings=None, now=0) is rows and made == [1]  # type: ignore[arg-type]
-    assert snap.filtered_grid(FleetFilter(user="bob")).counts == build_grid(
-        *rows, keep=FleetFilter(user="bob").keeps
-    ).counts
+    assert (
+        snap.filtered_grid(FleetFilter(user="bob")).counts
+        == build_grid(*rows, keep=FleetFilter(user="bob").keeps).counts
+    )
