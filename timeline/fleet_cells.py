@@ -55,72 +55,95 @@ def _letter(state: GpuState) -> str:
 
 
 def _group_sql() -> str:
-    # node_group's rule: the first of GROUP_LABELS whose value is a non-empty string.
+    # node_group's rule: the first of GROUP_LABELS whose value is a non-empty string. The
+    # labels are parsed once per node (jsonb), not once per key tried.
     arms = []
     for key in GROUP_LABELS:
-        value = f"n.labels -> '{key}'"
         short = key.rsplit("/", 1)[-1]
         arms.append(
-            f"WHEN json_typeof({value}) = 'string' AND n.labels ->> '{key}' <> '' "
-            f"THEN '{short}=' || (n.labels ->> '{key}')"
+            f"WHEN jsonb_typeof(lb -> '{key}') = 'string' AND lb ->> '{key}' <> '' "
+            f"THEN '{short}=' || (lb ->> '{key}')"
         )
     return f"CASE {' '.join(arms)} ELSE 'all' END"
-
-
-def _holders(where: str, per_gpu: bool) -> str:
-    # history.holders_at's rows, one per GPU (or per node for whole-node allocations): where
-    # two claim the same, the newest wins, as in fleet.classify_inputs (holders oldest first).
-    # Sorted by bytes ("C"): the same groups as the default collation, at a fraction of the cost.
-    key = 'a.node COLLATE "C", a.gpu_index' if per_gpu else 'a.node COLLATE "C"'
-    return (
-        f"SELECT DISTINCT ON ({key}) a.node, a.gpu_index, j.id FROM allocations a "
-        "JOIN jobs j ON a.job_id = j.job_id AND a.scheduler = j.scheduler "
-        f"WHERE {where} AND a.start_ts <= %(now)s AND (a.end_ts IS NULL OR a.end_ts > %(now)s) "
-        f"ORDER BY {key}, a.start_ts DESC, j.id DESC"
-    )
 
 
 # Ordered aggregates in PostgreSQL 15 sort every group once per aggregate; instead the rows
 # arrive sorted from the inner query and a GroupAggregate keeps that order (PostgreSQL's
 # documented "sorted subquery" form). `indexes` lets the reader check the order per node.
-# Holders travel as job row ids (integers): arrays of text cost more to fetch than the query.
+# Who holds which GPU is not joined here (a 100k-row join cost a third of the statement):
+# HOLDERS_SQL reads it per node and Python lays it over the GPUs (free -> allocated-but-idle).
 SQL = f"""
-WITH held AS ({_holders("a.gpu_index >= 0", per_gpu=True)}),
-whole AS ({_holders("a.gpu_index < 0", per_gpu=False)}),
-cells AS (
-  SELECT g.node COLLATE "C" AS node, g."index" AS idx,
-    CASE WHEN g.uuid = ANY(%(bad_gpus)s) OR g.node = ANY(%(bad_nodes)s)
-              OR (g.pci_bus_id = ANY(%(bad_pcis)s)
-                  AND g.node || '|' || g.pci_bus_id = ANY(%(bad_gpus)s))
-           THEN {_letter(GpuState.FAILING)}
-         WHEN l.ts_ms IS NULL
-              OR %(now)s - CAST(l.ts_ms AS DOUBLE PRECISION) / 1000 > %(stale)s
-           THEN {_letter(GpuState.STALE)}
-         WHEN COALESCE(l.util_gpu, 0) > %(idle)s THEN {_letter(GpuState.BUSY)}
-         WHEN COALESCE(p.id, w.id) IS NULL THEN {_letter(GpuState.FREE)}
-         ELSE {_letter(GpuState.IDLE_ALLOCATED)} END AS st,
-    CASE WHEN l.util_gpu IS NULL THEN -1 ELSE CAST(round(l.util_gpu) AS INTEGER) END AS ut,
-    COALESCE(p.id, w.id) AS job
-  FROM gpus g
-  -- The inventory's own id (revision 0012); gpu_ids by uuid only where it has none.
-  LEFT JOIN gpu_latest l
-    ON l.gpu_id = COALESCE(g.gpu_id, (SELECT i.id FROM gpu_ids i WHERE i.uuid = g.uuid))
-  LEFT JOIN held p ON p.node = g.node AND p.gpu_index = g."index"
-  LEFT JOIN whole w ON w.node = g.node
-  ORDER BY 1, 2, g.uuid
-)
 SELECT c.node, {_group_sql()},
   CASE WHEN n.state ~* '{"|".join(DRAIN_WORDS)}'
        THEN CASE WHEN starts_with(n.reason, '{OUR_DRAIN_PREFIX}') THEN 2 ELSE 1 END
        ELSE 0 END,
-  c.st, c.ut, CASE WHEN c.one THEN c.job END, CASE WHEN NOT c.one THEN c.jobs END, c.idx
-FROM (SELECT node, string_agg(st, '') AS st, array_agg(ut) AS ut, array_agg(idx) AS idx,
-        count(job) = 0 OR (count(job) = count(*) AND min(job) = max(job)) AS one,
-        min(job) AS job, array_agg(job) AS jobs
-      FROM cells GROUP BY node) c
-LEFT JOIN nodes n ON n.name = c.node
+  c.st, c.ut, c.idx
+FROM (
+  SELECT node, string_agg(st, '') AS st, array_agg(ut) AS ut, array_agg(idx) AS idx
+  FROM (
+    SELECT g.node COLLATE "C" AS node, g."index" AS idx,
+      CASE WHEN g.uuid = ANY(%(bad_gpus)s) OR g.node = ANY(%(bad_nodes)s)
+                OR (g.pci_bus_id = ANY(%(bad_pcis)s)
+                    AND g.node || '|' || g.pci_bus_id = ANY(%(bad_gpus)s))
+             THEN {_letter(GpuState.FAILING)}
+           WHEN l.ts_ms IS NULL
+                OR %(now)s - CAST(l.ts_ms AS DOUBLE PRECISION) / 1000 > %(stale)s
+             THEN {_letter(GpuState.STALE)}
+           WHEN COALESCE(l.util_gpu, 0) > %(idle)s THEN {_letter(GpuState.BUSY)}
+           ELSE {_letter(GpuState.FREE)} END AS st,
+      CASE WHEN l.util_gpu IS NULL THEN -1 ELSE CAST(round(l.util_gpu) AS INTEGER) END AS ut
+    FROM gpus g
+    -- The inventory's own id (revision 0012); gpu_ids by uuid only where it has none.
+    LEFT JOIN gpu_latest l
+      ON l.gpu_id = COALESCE(g.gpu_id, (SELECT i.id FROM gpu_ids i WHERE i.uuid = g.uuid))
+    ORDER BY 1, 2, g.uuid
+  ) cells GROUP BY node
+) c
+LEFT JOIN LATERAL (SELECT n.labels::jsonb AS lb, n.state, n.reason FROM nodes n
+                   WHERE n.name = c.node) n ON true
 ORDER BY c.node -- in the "C" collation: UTF-8 byte order, which is how Python orders str
 """
+
+# history.holders_at's rows, one per GPU (or per node: index -1, the whole node): where two
+# claim the same, the newest wins, as in fleet.classify_inputs (holders oldest first, the
+# last kept). Sorted by bytes ("C"): the same groups as the default collation, for less.
+HOLDERS_SQL = """
+SELECT node, array_agg(gi), array_agg(id) FROM (
+  SELECT DISTINCT ON (a.node COLLATE "C", gi) a.node,
+    CASE WHEN a.gpu_index < 0 THEN -1 ELSE a.gpu_index END AS gi, j.id
+  FROM allocations a JOIN jobs j ON a.job_id = j.job_id AND a.scheduler = j.scheduler
+  WHERE a.start_ts <= %(now)s AND (a.end_ts IS NULL OR a.end_ts > %(now)s)
+  ORDER BY a.node COLLATE "C", gi, a.start_ts DESC, j.id DESC
+) held GROUP BY node
+"""
+
+_FREE, _IDLE = STATE_LETTERS[GpuState.FREE], STATE_LETTERS[GpuState.IDLE_ALLOCATED]
+Held = tuple[list[int], list[int]]  # a node's GPU indexes (-1: all) and their holders' ids
+
+
+def _hold(
+    states: str, indexes: list[int | None], held: Held | None
+) -> tuple[str, int | None, list[int | None] | None]:
+    """A node's letters, its one holder or each GPU's, from its holders: a GPU's own
+    allocation first, else the whole node's (fleet.classify_inputs' rule)."""
+    if held is None:
+        return states, None, None
+    gis, ids = held
+    first = ids[0]
+    # The common forms first: one job on every GPU by index, or on the whole node.
+    if ids.count(first) == len(ids) and (gis == indexes or gis == [-1]):
+        return states.replace(_FREE, _IDLE), first, None
+    by_index = dict(zip(gis, ids, strict=True))
+    whole = by_index.pop(-1, None)
+    jobs = [whole if i is None else by_index.get(i, whole) for i in indexes]
+    if jobs.count(None) == len(jobs):
+        return states, None, None
+    letters = "".join(
+        _IDLE if s == _FREE and j is not None else s for s, j in zip(states, jobs, strict=True)
+    )
+    if jobs.count(jobs[0]) == len(jobs):
+        return letters, jobs[0], None
+    return letters, None, jobs
 
 
 def node_cells(
@@ -154,19 +177,22 @@ def _read(session: Session, params: dict[str, Any]) -> tuple[list[NodeCells], di
     try:
         # The sorts and hashes of 100k rows spill to disk under the default 4 MB.
         cur.execute("SET LOCAL work_mem = '64MB'")
+        cur.execute(HOLDERS_SQL, params)
+        held_by: dict[str, Held] = {node: (gis, ids) for node, gis, ids in cur.fetchall()}
         cur.execute(SQL, params)
-        out = list(map(NodeCells._make, cur.fetchall()))
+        out: list[NodeCells] = []
         held: set[int | None] = set()
-        for cells in out:
-            indexes = cells.indexes
+        for node, group, drained, states, utils, indexes in cur.fetchall():
             # The sorted-subquery form is documented to hold for a plain GroupAggregate; if a
             # plan ever reordered rows, fail loudly rather than draw GPUs in the wrong places.
-            if None in indexes or indexes != sorted(indexes):  # type: ignore[type-var]
+            if None in indexes or indexes != sorted(indexes):
                 _check_order(indexes)
-            if cells.jobs is None:
-                held.add(cells.job)
+            states, job, jobs = _hold(states, indexes, held_by.get(node))
+            if jobs is None:
+                held.add(job)
             else:
-                held.update(cells.jobs)
+                held.update(jobs)
+            out.append(NodeCells(node, group, drained, states, utils, job, jobs, indexes))
         held.discard(None)
         # One text parameter: psycopg's dumping of a list of 10k ints cost more than the query.
         cur.execute(

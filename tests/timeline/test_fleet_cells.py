@@ -94,7 +94,7 @@ def _allocate(
     job = {"scheduler": "slurm", "cluster": "c", "state": "RUNNING", "nodes": [], "payload": {},
            "updated_ts": NOW, "restart_count": 0}  # fmt: skip
     alloc = {"scheduler": "slurm", "node": node, "end_ts": None}
-    shape = rng.choice(["none", "whole", "some", "overlap", "whole+some", "ended"])
+    shape = rng.choice(["none", "whole", "some", "overlap", "whole+some", "ended", "split"])
     if shape == "none":
         return
     jid = f"{node}-{len(jobs)}"
@@ -107,6 +107,12 @@ def _allocate(
     if shape == "ended":
         allocs.append(alloc | {"job_id": jid, "gpu_index": -1, "start_ts": NOW - 50,
                                "end_ts": NOW - 1})  # fmt: skip
+    if shape == "split":  # every GPU held, by two jobs: one per half
+        jobs.append(job | {"job_id": f"{jid}-c", "user": "eve", "account": "ml",
+                           "partition": "gpu"})  # fmt: skip
+        for k, index in enumerate(known):
+            holder = jid if k < len(known) // 2 else f"{jid}-c"
+            allocs.append(alloc | {"job_id": holder, "gpu_index": index, "start_ts": NOW - 30})
     if shape in ("some", "overlap", "whole+some") and known:
         other = f"{jid}-b"
         jobs.append(job | {"job_id": other, "user": "cid", "account": "hpc", "partition": "gpu"})
