@@ -3,6 +3,8 @@
 A long range reads whole rollup buckets up to the rollup's watermark and raw samples for the
 rest (the partial bucket at its start and everything after the watermark), then merges the two:
 counts and sums add, extremes combine. Before the first rollup run everything is read raw.
+Raw samples are read from each raw table (on SQLite `samples` and the stage,
+timeline.samples_stage), merged the same way: no sample is in both.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from sqlalchemy.orm import Session
 from timeline import rollups
 from timeline import tables as t
 from timeline.samples import FieldStats, WindowStats
+from timeline.samples_stage import raw_tables
 
 
 @dataclass(frozen=True)
@@ -85,8 +88,8 @@ def plan(
     return Plan((table, first, end), [(lo, first), (end, hi)])
 
 
-def _raw_where(p: Plan) -> ColumnElement[bool]:
-    ts = t.samples.c.ts_ms
+def _raw_where(p: Plan, s: Table) -> ColumnElement[bool]:
+    ts = s.c.ts_ms
     ranges = [(a, b) for a, b in p.raw if b > a]
     if not ranges:
         return false()  # nothing raw to read (an empty OR would have read every row)
@@ -109,18 +112,13 @@ def window_stats(
     session: Session, p: Plan, uuids: Sequence[str], fields: Sequence[str]
 ) -> dict[str, WindowStats]:
     """Per GPU: times, count and per-field extremes and counts over the plan's ranges."""
-    s, uuid = t.samples, t.gpu_ids.c.uuid
-    aggs: list[Any] = [func.min(s.c.ts_ms), func.max(s.c.ts_ms), func.count()]
-    for f in fields:
-        with_f = case((s.c[f].is_not(None), s.c.ts_ms))
-        col = _ordered(s.c[f])
-        aggs += [func.min(col), func.max(col), func.count(s.c[f])]
-        aggs += [func.min(with_f), func.max(with_f)]
+    uuid = t.gpu_ids.c.uuid
     queries = [
-        select(uuid, *aggs)
+        select(uuid, *_raw_aggs(s, fields))
         .select_from(_joined(s))
-        .where(among(session, uuid, uuids), _raw_where(p))
+        .where(among(session, uuid, uuids), _raw_where(p, s))
         .group_by(uuid)
+        for s in raw_tables(session)
     ]
     if p.rolled is not None:
         r, lo, hi = p.rolled
@@ -139,6 +137,17 @@ def window_stats(
         for gpu, *vals in session.execute(q).all():
             merged[gpu] = _merge(merged[gpu], vals) if gpu in merged else list(vals)
     return {gpu: _stats(v, fields) for gpu, v in merged.items() if v[2]}
+
+
+def _raw_aggs(s: Table, fields: Sequence[str]) -> list[Any]:
+    """window_stats' aggregates over one raw table: times, count, then five per field."""
+    aggs: list[Any] = [func.min(s.c.ts_ms), func.max(s.c.ts_ms), func.count()]
+    for f in fields:
+        with_f = case((s.c[f].is_not(None), s.c.ts_ms))
+        col = _ordered(s.c[f])
+        aggs += [func.min(col), func.max(col), func.count(s.c[f])]
+        aggs += [func.min(with_f), func.max(with_f)]
+    return aggs
 
 
 _COMBINE = (min, max, None)  # first ts, last ts, count; then per field min, max, n, first, last
@@ -175,14 +184,17 @@ def last_above(
 ) -> dict[str, float]:
     """GPU uuid -> newest time its field was above (or at) threshold (rollups: the bucket's
     newest sample time)."""
-    s, uuid = t.samples, t.gpu_ids.c.uuid
-    col = s.c[field]
-    above = col >= threshold if inclusive else col > threshold
+    uuid = t.gpu_ids.c.uuid
     queries = [
         select(uuid, func.max(s.c.ts_ms))
         .select_from(_joined(s))
-        .where(among(session, uuid, uuids), _raw_where(p), above)
+        .where(
+            among(session, uuid, uuids),
+            _raw_where(p, s),
+            s.c[field] >= threshold if inclusive else s.c[field] > threshold,
+        )
         .group_by(uuid)
+        for s in raw_tables(session)
     ]
     if p.rolled is not None:
         r, lo, hi = p.rolled
@@ -214,22 +226,12 @@ def sums(
     and minute already: joined directly. Groups are keyed bucket first: rows come in time order,
     and SQLite's grouping of the whole fleet's hour was ~3x quicker so (measured).
     """
-    s, g, width = t.samples, t.gpu_ids, bucket_s * 1000
+    g, width = t.gpu_ids, bucket_s * 1000
     picked = None if uuids is None else select(g.c.id).where(among(session, g.c.uuid, uuids))
-    cols: list[Any] = []
-    for f in fields:
-        cols += [func.sum(s.c[f]), func.count(s.c[f])]
-    b = (s.c.ts_ms // width).label("b")
-    inner = select(s.c.gpu_id, b, *cols).where(_raw_where(p))
-    if picked is not None:
-        inner = inner.where(s.c.gpu_id.in_(picked))
-    sub = inner.group_by(b, s.c.gpu_id).subquery()
-    values = [func.sum(c) for c in list(sub.c)[2:]]
-    raw = select(key, sub.c.b, *values).join_from(sub, g, g.c.id == sub.c.gpu_id)
-    parts = [raw.group_by(sub.c.b, key)]
+    parts = [_raw_sums(s, p, key, picked, width, fields) for s in raw_tables(session)]
     if p.rolled is not None:
         r, lo, hi = p.rolled
-        cols = []
+        cols: list[Any] = []
         for f in fields:
             n = r.c[f"{f}_n"]
             cols += [func.sum(r.c[f"{f}_mean"] * n), func.sum(n)]
@@ -246,6 +248,22 @@ def sums(
             for i, v in enumerate(vals):
                 acc[i] += float(v or 0.0)
     return out
+
+
+def _raw_sums(s: Table, p: Plan, key: Any, picked: Any, width: int, fields: Sequence[str]) -> Any:
+    """sums' query over one raw table: per GPU and bucket first, then joined to gpu_ids."""
+    g = t.gpu_ids
+    cols: list[Any] = []
+    for f in fields:
+        cols += [func.sum(s.c[f]), func.count(s.c[f])]
+    b = (s.c.ts_ms // width).label("b")
+    inner = select(s.c.gpu_id, b, *cols).where(_raw_where(p, s))
+    if picked is not None:
+        inner = inner.where(s.c.gpu_id.in_(picked))
+    sub = inner.group_by(b, s.c.gpu_id).subquery()
+    values = [func.sum(c) for c in list(sub.c)[2:]]
+    raw = select(key, sub.c.b, *values).join_from(sub, g, g.c.id == sub.c.gpu_id)
+    return raw.group_by(sub.c.b, key)
 
 
 def mean(acc: list[float], i: int) -> float | None:
