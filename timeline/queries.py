@@ -149,5 +149,6 @@ def count_rows(session: Session, *, table: str) -> int:
     tables = [t.metadata.tables[table]]
     if table == "samples":  # on SQLite, staged samples are samples too (timeline.samples_stage)
         tables = raw_tables(session)
-    counts = (session.execute(select(func.count()).select_from(x)).scalar_one() for x in tables)
-    return sum(int(n) for n in counts)
+    # One statement, one snapshot: a move of the stage between two counts would count twice.
+    counts = [select(func.count()).select_from(x).scalar_subquery() for x in tables]
+    return int(session.execute(select(sum(counts[1:], counts[0]))).scalar_one())

@@ -4,7 +4,7 @@ A long range reads whole rollup buckets up to the rollup's watermark and raw sam
 rest (the partial bucket at its start and everything after the watermark), then merges the two:
 counts and sums add, extremes combine. Before the first rollup run everything is read raw.
 Raw samples are read from each raw table (on SQLite `samples` and the stage,
-timeline.samples_stage), merged the same way: no sample is in both.
+timeline.samples_stage) in one statement, merged the same way: no sample is in both.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ from sqlalchemy import (
     func,
     or_,
     select,
+    union_all,
 )
 from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.orm import Session
@@ -88,6 +89,13 @@ def plan(
     return Plan((table, first, end), [(lo, first), (end, hi)])
 
 
+def _one_statement(queries: Iterable[Any]) -> Any:
+    """One query per raw table as one statement: a move of the stage commits between two
+    statements, but never inside one, so no sample is read twice or missed."""
+    qs = list(queries)
+    return qs[0] if len(qs) == 1 else union_all(*qs)
+
+
 def _raw_where(p: Plan, s: Table) -> ColumnElement[bool]:
     ts = s.c.ts_ms
     ranges = [(a, b) for a, b in p.raw if b > a]
@@ -114,11 +122,13 @@ def window_stats(
     """Per GPU: times, count and per-field extremes and counts over the plan's ranges."""
     uuid = t.gpu_ids.c.uuid
     queries = [
-        select(uuid, *_raw_aggs(s, fields))
-        .select_from(_joined(s))
-        .where(among(session, uuid, uuids), _raw_where(p, s))
-        .group_by(uuid)
-        for s in raw_tables(session)
+        _one_statement(
+            select(uuid, *_raw_aggs(s, fields))
+            .select_from(_joined(s))
+            .where(among(session, uuid, uuids), _raw_where(p, s))
+            .group_by(uuid)
+            for s in raw_tables(session)
+        )
     ]
     if p.rolled is not None:
         r, lo, hi = p.rolled
@@ -186,15 +196,17 @@ def last_above(
     newest sample time)."""
     uuid = t.gpu_ids.c.uuid
     queries = [
-        select(uuid, func.max(s.c.ts_ms))
-        .select_from(_joined(s))
-        .where(
-            among(session, uuid, uuids),
-            _raw_where(p, s),
-            s.c[field] >= threshold if inclusive else s.c[field] > threshold,
+        _one_statement(
+            select(uuid, func.max(s.c.ts_ms))
+            .select_from(_joined(s))
+            .where(
+                among(session, uuid, uuids),
+                _raw_where(p, s),
+                s.c[field] >= threshold if inclusive else s.c[field] > threshold,
+            )
+            .group_by(uuid)
+            for s in raw_tables(session)
         )
-        .group_by(uuid)
-        for s in raw_tables(session)
     ]
     if p.rolled is not None:
         r, lo, hi = p.rolled
@@ -228,7 +240,9 @@ def sums(
     """
     g, width = t.gpu_ids, bucket_s * 1000
     picked = None if uuids is None else select(g.c.id).where(among(session, g.c.uuid, uuids))
-    parts = [_raw_sums(s, p, key, picked, width, fields) for s in raw_tables(session)]
+    parts = [
+        _one_statement(_raw_sums(s, p, key, picked, width, fields) for s in raw_tables(session))
+    ]
     if p.rolled is not None:
         r, lo, hi = p.rolled
         cols: list[Any] = []

@@ -3,6 +3,7 @@ sample of a GPU's millisecond still wins, rollups and retention take staged rows
 
 from __future__ import annotations
 
+import re
 import time
 from typing import Any
 
@@ -200,3 +201,28 @@ def test_revision_0012_keeps_every_sample_up_and_down(
             got = conn.execute(text("SELECT util_gpu FROM samples ORDER BY ts_ms")).scalars()
             assert list(got) == [0.0, 1.0, 2.0, 3.0, 4.0, 9.0]
         engine.dispose()
+
+
+def test_raw_reads_take_samples_and_the_stage_in_one_statement_one_snapshot(
+    session_factory: sessionmaker[Session], session: Session, engine: Any
+) -> None:
+    # A move commits between statements, never inside one: read apart, a sample moved between
+    # the two reads would be missed (or read twice).
+    if not samples_stage.staged(session):
+        pytest.skip("PostgreSQL never stages")
+    from sqlalchemy import event
+
+    _append(session_factory, _rows(3, 5))
+    seen: list[str] = []
+
+    def note(_conn: Any, _cur: Any, statement: str, *_args: Any) -> None:
+        if "samples_staged" in statement:
+            seen.append(statement)
+
+    event.listen(engine, "before_cursor_execute", note)
+    try:
+        _reads(session)
+    finally:
+        event.remove(engine, "before_cursor_execute", note)
+    assert len(seen) == 5  # window stats, last above, series, node utilization, count_rows
+    assert all(re.search(r"FROM samples\b(?!_)", s) for s in seen)
