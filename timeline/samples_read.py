@@ -111,6 +111,24 @@ def _joined(table: Table) -> Any:
     return table.join(t.gpu_ids, t.gpu_ids.c.id == table.c.gpu_id)
 
 
+def _per_gpu(session: Session, s: Table, uuids: Sequence[str], aggs: list[Any], *where: Any) -> Any:
+    """(uuid, *aggs) per GPU of `uuids` over raw table `s`, rows filtered by `where`.
+
+    `samples`: gpu_ids first, then each GPU's rows by the (gpu_id, ts_ms) index. The stage has
+    no such index: its window is read once, grouped by GPU id, then joined (read per GPU, a
+    node's 8 GPUs read 20,000 staged rows 8 times: 25 ms instead of 4, measured).
+    """
+    g = t.gpu_ids
+    if s is not t.samples_staged:
+        stmt = select(g.c.uuid, *aggs).select_from(_joined(s))
+        return stmt.where(among(session, g.c.uuid, uuids), *where).group_by(g.c.uuid)
+    ids = select(g.c.id).where(among(session, g.c.uuid, uuids))
+    cols = [a.label(f"a{i}") for i, a in enumerate(aggs)]
+    inner = select(s.c.gpu_id, *cols).where(s.c.gpu_id.in_(ids), *where).group_by(s.c.gpu_id)
+    sub = inner.subquery()
+    return select(g.c.uuid, *list(sub.c)[1:]).join_from(sub, g, g.c.id == sub.c.gpu_id)
+
+
 def _ordered(col: Any) -> Any:
     """The column as min/max can take it: PostgreSQL has no min(boolean); 0/1 orders the same."""
     return cast(col, Integer) if isinstance(col.type, Boolean) else col
@@ -123,10 +141,7 @@ def window_stats(
     uuid = t.gpu_ids.c.uuid
     queries = [
         _one_statement(
-            select(uuid, *_raw_aggs(s, fields))
-            .select_from(_joined(s))
-            .where(among(session, uuid, uuids), _raw_where(p, s))
-            .group_by(uuid)
+            _per_gpu(session, s, uuids, _raw_aggs(s, fields), _raw_where(p, s))
             for s in raw_tables(session)
         )
     ]
@@ -197,14 +212,14 @@ def last_above(
     uuid = t.gpu_ids.c.uuid
     queries = [
         _one_statement(
-            select(uuid, func.max(s.c.ts_ms))
-            .select_from(_joined(s))
-            .where(
-                among(session, uuid, uuids),
+            _per_gpu(
+                session,
+                s,
+                uuids,
+                [func.max(s.c.ts_ms)],
                 _raw_where(p, s),
                 s.c[field] >= threshold if inclusive else s.c[field] > threshold,
             )
-            .group_by(uuid)
             for s in raw_tables(session)
         )
     ]
