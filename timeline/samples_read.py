@@ -96,6 +96,24 @@ def _one_statement(queries: Iterable[Any]) -> Any:
     return qs[0] if len(qs) == 1 else union_all(*qs)
 
 
+# Each raw table's query binds every uuid, under SQLite's 32,766 parameters in one statement.
+_SQLITE_UUIDS = 15_000
+
+
+def _pieces(session: Session, uuids: Sequence[str]) -> list[Sequence[str]]:
+    """`uuids` in pieces one statement can bind (SQLite's stage doubles the parameters);
+    each GPU's rows are read by one statement still."""
+    if len(raw_tables(session)) == 1 or len(uuids) <= _SQLITE_UUIDS:
+        return [uuids]
+    return [uuids[i : i + _SQLITE_UUIDS] for i in range(0, len(uuids), _SQLITE_UUIDS)]
+
+
+def _picked(session: Session, uuids: Sequence[str] | None) -> Any:
+    """The ids of these GPUs, as a subquery (None: every GPU)."""
+    g = t.gpu_ids
+    return None if uuids is None else select(g.c.id).where(among(session, g.c.uuid, uuids))
+
+
 def _raw_where(p: Plan, s: Table) -> ColumnElement[bool]:
     ts = s.c.ts_ms
     ranges = [(a, b) for a, b in p.raw if b > a]
@@ -122,7 +140,7 @@ def _per_gpu(session: Session, s: Table, uuids: Sequence[str], aggs: list[Any], 
     if s is not t.samples_staged:
         stmt = select(g.c.uuid, *aggs).select_from(_joined(s))
         return stmt.where(among(session, g.c.uuid, uuids), *where).group_by(g.c.uuid)
-    ids = select(g.c.id).where(among(session, g.c.uuid, uuids))
+    ids = _picked(session, uuids)
     cols = [a.label(f"a{i}") for i, a in enumerate(aggs)]
     inner = select(s.c.gpu_id, *cols).where(s.c.gpu_id.in_(ids), *where).group_by(s.c.gpu_id)
     sub = inner.subquery()
@@ -141,9 +159,10 @@ def window_stats(
     uuid = t.gpu_ids.c.uuid
     queries = [
         _one_statement(
-            _per_gpu(session, s, uuids, _raw_aggs(s, fields), _raw_where(p, s))
+            _per_gpu(session, s, piece, _raw_aggs(s, fields), _raw_where(p, s))
             for s in raw_tables(session)
         )
+        for piece in _pieces(session, uuids)
     ]
     if p.rolled is not None:
         r, lo, hi = p.rolled
@@ -215,13 +234,14 @@ def last_above(
             _per_gpu(
                 session,
                 s,
-                uuids,
+                piece,
                 [func.max(s.c.ts_ms)],
                 _raw_where(p, s),
                 s.c[field] >= threshold if inclusive else s.c[field] > threshold,
             )
             for s in raw_tables(session)
         )
+        for piece in _pieces(session, uuids)
     ]
     if p.rolled is not None:
         r, lo, hi = p.rolled
@@ -254,9 +274,13 @@ def sums(
     and SQLite's grouping of the whole fleet's hour was ~3x quicker so (measured).
     """
     g, width = t.gpu_ids, bucket_s * 1000
-    picked = None if uuids is None else select(g.c.id).where(among(session, g.c.uuid, uuids))
+    picked = _picked(session, uuids)
     parts = [
-        _one_statement(_raw_sums(s, p, key, picked, width, fields) for s in raw_tables(session))
+        _one_statement(
+            _raw_sums(s, p, key, _picked(session, piece), width, fields)
+            for s in raw_tables(session)
+        )
+        for piece in ([None] if uuids is None else _pieces(session, uuids))
     ]
     if p.rolled is not None:
         r, lo, hi = p.rolled

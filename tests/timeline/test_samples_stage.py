@@ -4,6 +4,7 @@ sample of a GPU's millisecond still wins, rollups and retention take staged rows
 from __future__ import annotations
 
 import re
+import sqlite3
 import time
 from typing import Any
 
@@ -226,3 +227,30 @@ def test_raw_reads_take_samples_and_the_stage_in_one_statement_one_snapshot(
         event.remove(engine, "before_cursor_execute", note)
     assert len(seen) == 5  # window stats, last above, series, node utilization, count_rows
     assert all(re.search(r"FROM samples\b(?!_)", s) for s in seen)
+
+
+def test_a_read_of_more_gpus_than_sqlite_binds_twice_in_one_statement_still_answers(
+    session_factory: sessionmaker[Session], engine: Any, migrated_url: str
+) -> None:
+    _append(session_factory, _rows(3, 5))
+    if engine.dialect.name == "sqlite":  # SQLite's default bound (Debian builds allow more)
+        from sqlalchemy import event
+
+        engine = db.make_engine(migrated_url)
+        limit = sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER
+        event.listen(engine, "connect", lambda conn, _rec: conn.setlimit(limit, 32_766))
+    session = db.make_sessionmaker(engine)()
+    uuids = [f"GPU-{g}" for g in range(3)] + [f"GPU-none-{i}" for i in range(17_000)]
+    store, since, until = samples.store(), NOW - 60, NOW + 600
+    stats = store.window_stats(session, uuids=uuids, since=since, until=until, fields=["util_gpu"])
+    above = store.last_above(
+        session, uuids=uuids, field="util_gpu", threshold=0.0, since=since, until=until
+    )
+    series = store.series(
+        session, uuids=uuids, since=since, until=until, bucket_s=60, fields=["util_gpu"]
+    )
+    assert set(stats) == set(above) == {"GPU-0", "GPU-1", "GPU-2"}
+    assert stats["GPU-2"].count == 5 and sum(len(v) for v in series.values()) >= 3
+    session.close()
+    if engine.dialect.name == "sqlite":
+        engine.dispose()  # this test's own engine
