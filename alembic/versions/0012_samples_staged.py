@@ -5,7 +5,7 @@ Revises: 0011
 Create Date: 2026-11-23 19:55:00
 
 A 1,000-GPU batch inserted straight into samples dirtied one leaf page of the (gpu_id, ts_ms)
-index per GPU, each copied whole into the WAL at commit (~4 MB a batch). samples_staged has the
+index per GPU, each copied whole into the WAL at commit (2.5 MB a batch). samples_staged has the
 same columns and (ts_ms, gpu_id) key but no second index: a batch appends to a few pages at
 its end, and timeline.samples_stage moves its rows into samples in bulk. PostgreSQL gets the
 table too (the schema is one for both backends) and leaves it empty. Existing samples stay
