@@ -10,6 +10,7 @@ from sqlalchemy.orm import Session
 
 from timeline import samples
 from timeline import tables as t
+from timeline.samples_stage import raw_tables
 
 
 def latest_gpu_samples(
@@ -145,5 +146,9 @@ def get_job(
 
 def count_rows(session: Session, *, table: str) -> int:
     """Row count of one timeline table (for tests, health and benchmarks)."""
-    tbl = t.metadata.tables[table]
-    return int(session.execute(select(func.count()).select_from(tbl)).scalar_one())
+    tables = [t.metadata.tables[table]]
+    if table == "samples":  # on SQLite, staged samples are samples too (timeline.samples_stage)
+        tables = raw_tables(session)
+    # One statement, one snapshot: a move of the stage between two counts would count twice.
+    counts = [select(func.count()).select_from(x).scalar_subquery() for x in tables]
+    return int(session.execute(select(sum(counts[1:], counts[0]))).scalar_one())

@@ -4,7 +4,8 @@ Raw samples roll up into 1-minute buckets, those into 1-hour buckets (min, max, 
 and count per gauge). A run recomputes whole buckets from a watermark, so running a window
 again replaces its rows (idempotent), and it redoes a short overlap to take in late samples.
 Retention deletes raw rows, then minute and hour rollups, past their ages; never data that is
-not rolled up yet. On PostgreSQL raw rows go by dropping whole day partitions.
+not rolled up yet. On PostgreSQL raw rows go by dropping whole day partitions. On SQLite both
+jobs first move staged samples into `samples` (timeline.samples_stage).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from dataclasses import dataclass
 from sqlalchemy import select, text
 from sqlalchemy.orm import Session, sessionmaker
 
-from timeline import partitions
+from timeline import partitions, samples_stage
 from timeline import tables as t
 from timeline.db import unit_of_work, upsert_insert
 from timeline.settings import Settings
@@ -106,7 +107,8 @@ def _oldest(session: Session, table: str, column: str) -> int | None:
 def roll_up(session: Session, *, level: Level, now: float) -> int:
     """Roll up the next closed stretch of the level (bounded); returns buckets written."""
     w = level.bucket_ms
-    if level is MINUTE:
+    if level is MINUTE:  # staged samples (SQLite) are rolled up like the rest: filed first
+        samples_stage.move(session)
         ready = (int(now * 1000) - LAG_MS) // w * w
     else:  # whole hours the minute rollup has finished
         ready = (mark(session, MINUTE.name) or 0) // w * w
@@ -150,6 +152,7 @@ def expire(session: Session, *, now: float, keep: Retention) -> dict[str, int]:
             partitions.drop_expired(session, before_ms=raw_cut // DAY_MS * DAY_MS)
         )
     else:
+        samples_stage.move(session)  # a late sample still staged expires like one filed
         out["raw"] = _delete_before(session, "samples", "ts_ms", raw_cut, HOUR_MS)
     minute_cut = min(now_ms - int(keep.minute_days * DAY_MS), mark(session, HOUR.name) or 0)
     out["1m"] = _delete_before(session, "samples_1m", "bucket_ms", minute_cut, DAY_MS)

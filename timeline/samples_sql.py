@@ -14,7 +14,7 @@ import orjson
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from timeline import gpu_id_cache, samples_pg, samples_read
+from timeline import gpu_id_cache, samples_pg, samples_read, samples_stage
 from timeline import tables as t
 from timeline.db import driver_connection, marks
 from timeline.models import SampleRow
@@ -114,6 +114,8 @@ def _rows(
 def append(session: Session, *, node: str, samples: Sequence[SampleRow]) -> int:
     """Insert compact rows straight through the driver, and refresh gpu_latest.
 
+    On SQLite the rows are staged (timeline.samples_stage) and moved into samples in bulk.
+
     Core's per-row parameter processing cost more than the database itself (profiled): rows go
     as tuples through executemany (SQLite) or COPY (PostgreSQL) on the session's connection,
     inside the caller's transaction. A second sample of one GPU in one millisecond is dropped.
@@ -135,7 +137,8 @@ def append(session: Session, *, node: str, samples: Sequence[SampleRow]) -> int:
         return len(rows)
     cols = ", ".join(f'"{c}"' for c in ("gpu_id", "ts_ms", *fields))
     holes = marks(session, len(fields) + 2)
-    _executemany(session, f"INSERT OR IGNORE INTO samples ({cols}) VALUES ({holes})", rows)
+    # Staged, not into samples: see timeline.samples_stage (a batch's index writes, deferred).
+    _executemany(session, samples_stage.insert_statement(["gpu_id", "ts_ms", *fields]), rows)
     # The newest sample replaces the whole row: fields it lacks become NULL.
     sets = [f'"{f}" = excluded."{f}"' for f in ("ts_ms", *fields)]
     sets += [f'"{f}" = NULL' for f in FIELDS if f not in fields]

@@ -184,6 +184,20 @@ samples = Table(
     postgresql_partition_by="RANGE (ts_ms)",
 )
 
+# SQLite only (empty on PostgreSQL): new samples land here first, keyed like `samples` but with
+# no (gpu_id, ts_ms) index, so a batch dirties a few pages at the end of one B-tree instead of
+# one index leaf per GPU. timeline.samples_stage moves them into `samples` in bulk (each GPU's
+# index leaf then takes many samples at once); readers read both tables.
+samples_staged = Table(
+    "samples_staged",
+    metadata,
+    Column("gpu_id", Integer, nullable=False, autoincrement=False),
+    Column("ts_ms", BigInteger, nullable=False, autoincrement=False),
+    *_sample_columns(),
+    PrimaryKeyConstraint("ts_ms", "gpu_id"),
+    sqlite_with_rowid=False,
+)
+
 # The newest sample of each GPU, rewritten on ingest: "latest per GPU" never reads history.
 gpu_latest = Table(
     "gpu_latest",
@@ -339,5 +353,6 @@ __all__ = [
     "samples",
     "samples_1h",
     "samples_1m",
+    "samples_staged",
     "server_heartbeats",
 ]

@@ -19,7 +19,8 @@ from sqlalchemy import Engine
 
 log = logging.getLogger(__name__)
 
-# Often enough that one checkpoint copies a few commits' pages (~4 MB a 1,000-sample batch).
+# Often enough that one checkpoint copies a few commits' pages (a 1,000-sample batch wrote
+# 2.5 MB of WAL; staged, 0.6 MB with its share of the moves: measured, timeline.samples_stage).
 INTERVAL_S = 0.1
 
 

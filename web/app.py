@@ -13,7 +13,7 @@ from prometheus_client import CollectorRegistry
 from starlette.middleware.sessions import SessionMiddleware
 from starlette.staticfiles import StaticFiles
 
-from timeline import __version__, db, samples, wal_checkpoint
+from timeline import __version__, db, samples, samples_stage, wal_checkpoint
 from timeline.samples_sql import SqlSampleStore
 from timeline.settings import Settings
 from web.api import actions, heatmap, incidents, ingest, ops, read
@@ -65,12 +65,16 @@ def _lifespan(
         leader.start()
         if app.state.checkpointer is not None:
             app.state.checkpointer.start()
+        if app.state.stage_mover is not None:
+            app.state.stage_mover.start()
         _tune_gc()
         log.info("fleetmedic %s serving with %s", __version__, settings.safe_database_url())
         try:
             yield
         finally:
             leader.stop()  # stops the periodic work, then releases the lease
+            if app.state.stage_mover is not None:
+                app.state.stage_mover.stop()
             if app.state.checkpointer is not None:
                 app.state.checkpointer.stop()
             app.state.engine.dispose()
@@ -149,6 +153,8 @@ def create_app(
     app.state.write_lock = db.write_lock(engine, settings.database_busy_timeout_s)
     # SQLite: WAL checkpoints beside the commits instead of inside one (timeline.wal_checkpoint)
     app.state.checkpointer = wal_checkpoint.for_engine(engine)
+    # SQLite: staged samples filed into `samples` in bulk, beside the ingest (samples_stage)
+    app.state.stage_mover = samples_stage.for_engine(engine, factory, app.state.write_lock)
     # PostgreSQL classifies the fleet per node itself (timeline.fleet_cells): 100k GPUs. It
     # reads gpu_latest, which the SQL sample store keeps (VictoriaMetrics keeps its own).
     cells = engine.dialect.name == "postgresql" and isinstance(sample_store, SqlSampleStore)

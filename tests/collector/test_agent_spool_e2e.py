@@ -21,6 +21,10 @@ pytestmark = [pytest.mark.slow, pytest.mark.integration]
 ROOT = Path(__file__).resolve().parents[2]
 FLEETMEDIC = [sys.executable, "-m", "web.cli"]
 TOKEN = "spool-test-token"
+# The server stages new samples before filing them in `samples` (timeline.samples_stage).
+ALL_SAMPLES = (
+    "(SELECT gpu_id, ts_ms FROM samples UNION ALL SELECT gpu_id, ts_ms FROM samples_staged)"
+)
 
 
 def _free_port() -> int:
@@ -90,7 +94,7 @@ class Rig:
 
     def stored(self) -> int:
         with sqlite3.connect(f"file:{self.db}?mode=ro", uri=True) as c:
-            return int(c.execute("SELECT count(*) FROM samples").fetchone()[0])
+            return int(c.execute(f"SELECT count(*) FROM {ALL_SAMPLES}").fetchone()[0])
 
     def stop_all(self) -> None:
         for p in self.procs:
@@ -142,7 +146,7 @@ def test_every_sample_is_stored_exactly_once_across_outage_and_sigkill(rig: Rig)
     assert counters["delivered_samples"] == produced
     with sqlite3.connect(rig.db) as c:
         stored, distinct = c.execute(
-            "SELECT count(*), count(DISTINCT gpu_id || '@' || ts_ms) FROM samples"
+            f"SELECT count(*), count(DISTINCT gpu_id || '@' || ts_ms) FROM {ALL_SAMPLES}"
         ).fetchone()
     assert produced > killed_at > at_outage > 0
     assert stored == produced  # exactly once: nothing lost, nothing twice

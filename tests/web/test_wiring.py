@@ -114,3 +114,32 @@ def test_a_sqlite_server_checkpoints_its_wal_in_the_background_while_it_runs(
         thread = ck._thread
         assert thread is not None and thread.is_alive()
     assert ck._thread is None and not thread.is_alive()
+
+
+@pytest.mark.parametrize("migrated_url", ["sqlite"], indirect=True)
+def test_a_sqlite_server_files_staged_samples_in_the_background_while_it_runs(
+    settings: Settings,
+) -> None:
+    from sqlalchemy import func, select
+
+    from tests.web.test_actions_api import _batch
+    from timeline import tables as t
+    from timeline.db import reading
+
+    app = create_app(settings)
+    mover = app.state.stage_mover
+    assert mover is not None and mover._thread is None
+    mover.max_wait_s = 0.0  # every poll moves what waits
+    agent = {"Authorization": "Bearer agent-secret-token"}
+    with TestClient(app) as client:
+        assert client.post("/api/v1/ingest", json=_batch(), headers=agent).status_code == 200
+        deadline = time.monotonic() + 10
+        while mover.moved == 0 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        thread = mover._thread
+        assert thread is not None and thread.is_alive()
+    assert mover._thread is None and not thread.is_alive()
+    with reading(app.state.session_factory) as s:
+        filed = s.execute(select(func.count()).select_from(t.samples)).scalar_one()
+        staged = s.execute(select(func.count()).select_from(t.samples_staged)).scalar_one()
+    assert filed == mover.moved > 0 and staged == 0
