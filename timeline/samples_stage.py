@@ -17,7 +17,6 @@ nothing a commit acknowledged: staged rows are as durable as any row. PostgreSQL
 from __future__ import annotations
 
 import logging
-import threading
 import time
 from collections.abc import Sequence
 
@@ -25,6 +24,7 @@ from sqlalchemy import Engine, Table, text
 from sqlalchemy.orm import Session, sessionmaker
 
 from timeline import tables as t
+from timeline.daemon import DaemonLoop
 from timeline.db import WriteLock, unit_of_work
 
 log = logging.getLogger(__name__)
@@ -81,9 +81,11 @@ def waiting(session: Session, *, up_to: int = MOVE_ROWS) -> int:
     return int(session.execute(q, {"n": up_to}).scalar_one())
 
 
-class StageMover:
+class StageMover(DaemonLoop):
     """A daemon thread moving the stage into `samples` once MOVE_ROWS rows wait (or the oldest
     move is MAX_WAIT_S old), under the app's write lock."""
+
+    name = "stage-mover"
 
     def __init__(
         self,
@@ -94,24 +96,10 @@ class StageMover:
         max_wait_s: float = MAX_WAIT_S,
         poll_s: float = POLL_S,
     ) -> None:
+        super().__init__()
         self.factory, self.lock = factory, lock
         self.move_rows, self.max_wait_s, self.poll_s = move_rows, max_wait_s, poll_s
         self.moved = 0  # rows moved so far, for tests and debugging
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
-
-    def start(self) -> None:
-        """Start the thread (once)."""
-        if self._thread is None:
-            self._thread = threading.Thread(target=self._run, name="stage-mover", daemon=True)
-            self._thread.start()
-
-    def stop(self) -> None:
-        """Stop the thread and wait for its current move to end."""
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join()
-            self._thread = None
 
     def step(self, *, force: bool = False) -> int:
         """Move the stage if it is due (or `force`); returns the rows moved."""

@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import logging
 import sqlite3
-import threading
 
 from sqlalchemy import Engine
+
+from timeline.daemon import DaemonLoop
 
 log = logging.getLogger(__name__)
 
@@ -24,29 +25,17 @@ log = logging.getLogger(__name__)
 INTERVAL_S = 0.1
 
 
-class WalCheckpointer:
+class WalCheckpointer(DaemonLoop):
     """A daemon thread running `PRAGMA wal_checkpoint(PASSIVE)` every `interval_s`."""
 
+    name = "wal-checkpoint"
+
     def __init__(self, path: str, interval_s: float = INTERVAL_S) -> None:
+        super().__init__()
         self.path = path
         self.interval_s = interval_s
         self.checkpoints = 0  # completed calls, for tests and debugging
         self.last: tuple[int, int, int] | None = None  # (busy, WAL frames, frames copied back)
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
-
-    def start(self) -> None:
-        """Start the thread (once)."""
-        if self._thread is None:
-            self._thread = threading.Thread(target=self._run, name="wal-checkpoint", daemon=True)
-            self._thread.start()
-
-    def stop(self) -> None:
-        """Stop the thread and wait for its current checkpoint to end."""
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join()
-            self._thread = None
 
     def _run(self) -> None:
         conn = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
