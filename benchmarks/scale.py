@@ -66,6 +66,19 @@ def _dir_bytes(path: Path) -> int:
     return sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
 
 
+def _fold_wal(path: Path, tries: int = 100) -> None:
+    """Fold the WAL into the file and truncate it, so the files' size is the data's. A TRUNCATE
+    checkpoint that meets a reader or writer of the running server says busy and leaves the WAL
+    at its high-water size (the first reading then counted megabytes the last did not)."""
+    with sqlite3.connect(path, timeout=30) as conn:
+        for _ in range(tries):
+            busy, _, _ = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+            if not busy:
+                return
+            time.sleep(0.1)
+    raise RuntimeError(f"could not checkpoint {path}: the server kept it busy")
+
+
 def _disk_bytes(settings: Settings, vm_dir: Path | None) -> int:
     """Bytes the samples store holds on disk now."""
     if vm_dir is not None:
@@ -75,8 +88,7 @@ def _disk_bytes(settings: Settings, vm_dir: Path | None) -> int:
     url = settings.database_url
     if url.startswith("sqlite"):
         path = Path(url.removeprefix("sqlite:///"))
-        with sqlite3.connect(path) as conn:  # the WAL folded into the file: its real size
-            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        _fold_wal(path)
         return sum(p.stat().st_size for p in path.parent.glob(path.name + "*"))
     engine = db.make_engine(url)
     with engine.connect() as conn:
