@@ -215,7 +215,7 @@ def _holders_by_node(allocs: list[Holder]) -> dict[str, _NodeHolders]:
     return out
 
 
-def _by_node_and_pci(gpus: dict[str, Failing]) -> dict[str, dict[str, Failing]]:
+def by_node_and_pci(gpus: dict[str, Failing]) -> dict[str, dict[str, Failing]]:
     """The "node|pci bus id" keys of `gpus` as node -> pci bus id -> failure: every split at
     a "|" (so the lookup equals gpus.get(f"{node}|{pci}"), with no key built per GPU)."""
     out: dict[str, dict[str, Failing]] = {}
@@ -314,7 +314,7 @@ def _classify_inputs(
         for n in inputs.nodes
     }  # fmt: skip
     bad_gpus, bad_nodes = failing.gpus, failing.nodes
-    bad_pcis = _by_node_and_pci(bad_gpus)
+    bad_pcis = by_node_and_pci(bad_gpus)
     busy, idle, free = GpuState.BUSY, GpuState.IDLE_ALLOCATED, GpuState.FREE
     out: list[Classified] = []
     append = out.append

@@ -25,7 +25,9 @@ from timeline.fleet import (
     FailingSet,
     GpuState,
     bulk_allocation,
+    by_node_and_pci,
 )
+from timeline.fleet_read import NEWEST_SAMPLE_JOIN, open_allocations_sql
 
 
 class NodeCells(NamedTuple):
@@ -92,10 +94,7 @@ FROM (
            WHEN COALESCE(l.util_gpu, 0) > %(idle)s THEN {_letter(GpuState.BUSY)}
            ELSE {_letter(GpuState.FREE)} END AS st,
       CASE WHEN l.util_gpu IS NULL THEN -1 ELSE CAST(round(l.util_gpu) AS INTEGER) END AS ut
-    FROM gpus g
-    -- The inventory's own id (revision 0012); gpu_ids by uuid only where it has none.
-    LEFT JOIN gpu_latest l
-      ON l.gpu_id = COALESCE(g.gpu_id, (SELECT i.id FROM gpu_ids i WHERE i.uuid = g.uuid))
+    FROM gpus g {NEWEST_SAMPLE_JOIN}
     ORDER BY 1, 2, g.uuid
   ) cells GROUP BY node
 ) c
@@ -107,12 +106,11 @@ ORDER BY c.node -- in the "C" collation: UTF-8 byte order, which is how Python o
 # history.holders_at's rows, one per GPU (or per node: index -1, the whole node): where two
 # claim the same, the newest wins, as in fleet.classify_inputs (holders oldest first, the
 # last kept). Sorted by bytes ("C"): the same groups as the default collation, for less.
-HOLDERS_SQL = """
+HOLDERS_SQL = f"""
 SELECT node, array_agg(gi), array_agg(id) FROM (
   SELECT DISTINCT ON (a.node COLLATE "C", gi) a.node,
     CASE WHEN a.gpu_index < 0 THEN -1 ELSE a.gpu_index END AS gi, j.id
-  FROM allocations a JOIN jobs j ON a.job_id = j.job_id AND a.scheduler = j.scheduler
-  WHERE a.start_ts <= %(now)s AND (a.end_ts IS NULL OR a.end_ts > %(now)s)
+  {open_allocations_sql("%(now)s")}
   ORDER BY a.node COLLATE "C", gi, a.start_ts DESC, j.id DESC
 ) held GROUP BY node
 """
@@ -159,10 +157,10 @@ def node_cells(
     params: dict[str, Any] = {
         "now": now,
         "bad_gpus": list(failing.gpus),
-        # Every non-empty part after a "|" of those keys ("node|pci bus id"; an empty bus id
-        # never matches): a cheap test before the concatenation, else built for 100k GPUs.
+        # The bus ids of those keys read as "node|pci bus id" (an empty one never matches): a
+        # cheap test before the concatenation, which would otherwise be built for 100k GPUs.
         "bad_pcis": sorted(
-            {k[i + 1 :] for k in failing.gpus for i, c in enumerate(k) if c == "|"} - {""}
+            {p for pcis in by_node_and_pci(failing.gpus).values() for p in pcis} - {""}
         ),
         "bad_nodes": list(failing.nodes),
         "stale": stale_after_s,

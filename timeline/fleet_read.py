@@ -27,6 +27,23 @@ def _quoted(name: str) -> str:
     return f'"{name}"'
 
 
+# Each inventory GPU (`g`) to its newest sample (`l`): on the inventory's own id (revision
+# 0012), through gpu_ids by uuid only where the inventory row has none.
+NEWEST_SAMPLE_JOIN = (
+    "LEFT JOIN gpu_latest l "
+    "ON l.gpu_id = COALESCE(g.gpu_id, (SELECT i.id FROM gpu_ids i WHERE i.uuid = g.uuid))"
+)
+
+
+def open_allocations_sql(at: str) -> str:
+    """FROM and WHERE of the allocations (`a`) open at the parameter `at` (a placeholder),
+    each with its job (`j`): who holds GPUs then, on both fleet paths."""
+    return (
+        "FROM allocations a JOIN jobs j ON a.job_id = j.job_id AND a.scheduler = j.scheduler "
+        f"WHERE a.start_ts <= {at} AND (a.end_ts IS NULL OR a.end_ts > {at})"
+    )
+
+
 def latest_sql(gpu_columns: Sequence[str], fields: Sequence[str]) -> str:
     """The one statement: inventory columns, then sample fields, then the sample time in s."""
     unknown = (set(gpu_columns) - _GPU_COLUMNS) | (set(fields) - _SAMPLE_COLUMNS)
@@ -35,12 +52,7 @@ def latest_sql(gpu_columns: Sequence[str], fields: Sequence[str]) -> str:
     picks = [f"g.{_quoted(c)}" for c in gpu_columns] + [f"l.{_quoted(f)}" for f in fields]
     # Seconds as a double, computed by the server: ts_ms / 1000.0 rounds the same in both.
     picks.append("CAST(l.ts_ms AS DOUBLE PRECISION) / 1000")
-    return (
-        f"SELECT {', '.join(picks)} FROM gpus g "
-        "LEFT JOIN gpu_ids i ON i.uuid = g.uuid "
-        "LEFT JOIN gpu_latest l ON l.gpu_id = i.id "
-        'ORDER BY g.node, g."index"'
-    )
+    return f'SELECT {", ".join(picks)} FROM gpus g {NEWEST_SAMPLE_JOIN} ORDER BY g.node, g."index"'
 
 
 def _cursor(session: Session) -> Any:
@@ -60,8 +72,7 @@ def holders_at(session: Session, *, at: float) -> list[Holder]:
     try:
         cur.execute(
             'SELECT a.node, a.gpu_index, a.job_id, j."user", j.account, j.partition '
-            "FROM allocations a JOIN jobs j ON a.job_id = j.job_id AND a.scheduler = j.scheduler "
-            f"WHERE a.start_ts <= {mark} AND (a.end_ts IS NULL OR a.end_ts > {mark}) "
+            f"{open_allocations_sql(mark)} "
             # Oldest first: where two allocations claim one GPU, the newer (later) one wins.
             "ORDER BY a.start_ts, j.id",
             (at, at),
