@@ -94,12 +94,3 @@ def latest_tuples(
         return rows
     finally:
         cur.close()
-
-
-def latest_rows(
-    session: Session, *, gpu_columns: Sequence[str], fields: Sequence[str]
-) -> list[dict[str, Any]]:
-    """latest_tuples as dicts: what latest_gpu_samples returns for the fleet."""
-    keys = (*gpu_columns, *fields, "ts")
-    rows = latest_tuples(session, gpu_columns=gpu_columns, fields=fields)
-    return [dict(zip(keys, row, strict=True)) for row in rows]

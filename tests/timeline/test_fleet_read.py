@@ -37,7 +37,11 @@ def _seed(session: Session) -> None:
 def test_one_join_read_equals_latest_gpu_samples(session: Session) -> None:
     _seed(session)
     cols, fields = fleet.GRID_GPU_COLUMNS, fleet.GRID_FIELDS
-    fast = fleet_read.latest_rows(session, gpu_columns=cols, fields=fields)
+    keys = (*cols, *fields, "ts")
+    fast = [
+        dict(zip(keys, row, strict=True))
+        for row in fleet_read.latest_tuples(session, gpu_columns=cols, fields=fields)
+    ]
     slow = queries.latest_gpu_samples(session, fields=fields, gpu_columns=cols)
     assert fast == slow
     assert [(r["uuid"], r["ts"]) for r in fast] == [
