@@ -62,12 +62,17 @@ def _cell_stages(
 
         def read() -> Any:
             found = fleet_cells.node_cells(
-                s, now=now, failing=failing, idle_threshold=5.0, stale_after_s=fleet.STALE_AFTER_S
+                s,
+                now=now,
+                failing=failing,
+                idle_threshold=5.0,
+                stale_after_s=fleet.STALE_AFTER_S,
+                side=factory,  # holders on a second connection meanwhile, as the page reads
             )
             s.rollback()  # SET LOCAL work_mem ends with the transaction, as in a request
             return found
 
-        out["cells_read"], (cells, jobs) = _median_ms(read, n)
+        out["cells_read"], (cells, jobs, _) = _median_ms(read, n)
         out["cells_models"], models = _median_ms(lambda: fleet_cells.models(s), n)
     out["cells_grid"], _ = _median_ms(lambda: grid_from_cells(cells, jobs).script_json(), n)
     out["cells_options"], _ = _median_ms(lambda: options_from_cells(jobs, models), n)

@@ -32,15 +32,27 @@ def is_partition(name: str) -> bool:
     return name == DEFAULT or _DAY_NAME.match(name) is not None
 
 
+# Columns that only PostgreSQL's schema has (revision 0014: the fleet grid's generated node
+# columns, read by timeline.fleet_cells alone); the table definitions serve both backends.
+POSTGRES_ONLY_COLUMNS = frozenset({("nodes", "grid_group"), ("nodes", "drained_by")})
+
+
 def include_object(
     obj: Any, name: str | None, type_: str, reflected: bool, compare_to: Any
 ) -> bool:
-    """Alembic autogenerate filter: leave out the day partitions, which no migration makes.
+    """Alembic autogenerate filter: leave out the day partitions, which no migration makes,
+    and PostgreSQL's own generated columns, which the shared table definitions lack.
 
     PostgreSQL reports each partition as a table of its own; without this filter autogenerate
     would propose dropping every day of telemetry.
     """
-    return not (type_ == "table" and reflected and compare_to is None and is_partition(name or ""))
+    if not reflected or compare_to is not None:
+        return True
+    if type_ == "table":
+        return not is_partition(name or "")
+    if type_ == "column":
+        return (getattr(obj.table, "name", None), name) not in POSTGRES_ONLY_COLUMNS
+    return True
 
 
 def _existing(session: Session) -> dict[int, str]:

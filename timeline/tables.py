@@ -80,7 +80,8 @@ gpus = Table(
     Column("node", String(255), nullable=False, index=True),
     Column("index", Integer),
     Column("pci_bus_id", String(32)),
-    Column("name", String(128)),
+    # Indexed (revision 0014): the fleet's filter lists the few models by skipping through it.
+    Column("name", String(128), index=True),
     Column("serial", String(64)),
     Column("memory_total_mb", Float),
     Column("mig_mode", Boolean),

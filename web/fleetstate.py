@@ -43,17 +43,19 @@ def classified_rows(
 Cells = tuple[list[NodeCells], dict[int, JobRow], list[str]]
 
 
-def classified_cells(session: Session, *, settings: Settings, now: float) -> Cells:
+def classified_cells(
+    session: Session, *, settings: Settings, now: float, side: sessionmaker[Session] | None
+) -> Cells:
     """Every node's GPUs classified by PostgreSQL (timeline.fleet_cells), the jobs holding
-    them, and the GPU models."""
-    cells, jobs = fleet_cells.node_cells(
+    them, and the GPU models; holders read on a connection of `side` meanwhile, if given."""
+    return fleet_cells.node_cells(
         session,
         now=now,
         failing=incidents.failing_set(session),
         idle_threshold=settings.idle_util_threshold,
         stale_after_s=fleet.STALE_AFTER_S,
+        side=side,
     )
-    return cells, jobs, fleet_cells.models(session)
 
 
 Rows = tuple[dict[str, NodeView], list[Classified]]
@@ -210,7 +212,7 @@ class FleetCache:
 
     def _build(self, session: Session, settings: Settings, now: float) -> FleetSnapshot:
         if self.cells:
-            made = classified_cells(session, settings=settings, now=now)
+            made = classified_cells(session, settings=settings, now=now, side=self.factory)
             return FleetSnapshot(None, time.monotonic(), cells=made)
         return FleetSnapshot(classified_rows(session, settings=settings, now=now), time.monotonic())
 

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import random
+import threading
 from typing import Any
 
+import psycopg
 import pytest
 from sqlalchemy import bindparam, insert, text
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, sessionmaker
 
 from timeline import fleet, fleet_cells, samples
 from timeline import tables as t
@@ -61,6 +63,14 @@ def _seed(session: Session, rng: random.Random) -> FailingSet:
         _allocate(rng, node, indexes, job_rows, alloc_rows)
         if rng.random() < 0.15:
             failing.nodes[node] = Failing("node down", 1)
+    # Holders of no inventory GPU (a CPU-only node, an index the node lacks): neither the grid
+    # nor the filters show them.
+    for jid, node, index in (("cpu-job", "cpu-1", -1), ("gone-gpu", nodes[0], 99)):
+        job_rows.append({"scheduler": "slurm", "cluster": "c", "state": "RUNNING", "nodes": [],
+                         "payload": {}, "updated_ts": NOW, "restart_count": 0, "job_id": jid,
+                         "user": jid, "account": jid, "partition": jid})  # fmt: skip
+        alloc_rows.append({"scheduler": "slurm", "node": node, "end_ts": None, "job_id": jid,
+                           "gpu_index": index, "start_ts": NOW - 60})  # fmt: skip
     session.execute(insert(t.gpus), [g | {"updated_ts": NOW} for g in gpus])
     session.execute(insert(t.jobs), job_rows)
     session.execute(insert(t.allocations), alloc_rows)
@@ -148,18 +158,52 @@ def _decoded(grid: Grid) -> dict[str, Any]:
 
 @ON_POSTGRES
 @pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("side", [False, True], ids=["one-connection", "holders-beside"])
 def test_cells_grid_and_options_equal_the_python_classification(
-    session: Session, seed: int
+    session: Session, session_factory: sessionmaker[Session], seed: int, side: bool
 ) -> None:
     failing = _seed(session, random.Random(seed))
     settings = {"now": NOW, "failing": failing, "idle_threshold": 5.0, "stale_after_s": 120.0}
     rows = fleet.classify_all(session, **settings)
-    cells, jobs = fleet_cells.node_cells(session, **settings)
+    cells, jobs, models = fleet_cells.node_cells(
+        session, **settings, side=session_factory if side else None
+    )
     expected, got = _decoded(build_grid(*rows)), _decoded(grid_from_cells(cells, jobs))
     assert got == expected
     assert sum(got["counts"].values()) == len(rows[1]) > 0
-    options = options_from_cells(jobs, fleet_cells.models(session))
-    assert options == filter_options(rows[1])
+    assert sorted(models) == sorted(fleet_cells.models(session))
+    assert options_from_cells(jobs, models) == filter_options(rows[1])
+
+
+@ON_POSTGRES
+def test_cells_read_holders_on_the_side_connection_when_given_one(
+    session: Session, session_factory: sessionmaker[Session], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    failing = _seed(session, random.Random(1))
+    settings = {"now": NOW, "failing": failing, "idle_threshold": 5.0, "stale_after_s": 120.0}
+    threads: list[str] = []
+    real = fleet_cells._holders
+
+    def spy(cur: Any, params: dict[str, Any]) -> Any:
+        threads.append(threading.current_thread().name)
+        return real(cur, params)
+
+    monkeypatch.setattr(fleet_cells, "_holders", spy)
+    beside = fleet_cells.node_cells(session, **settings, side=session_factory)
+    alone = fleet_cells.node_cells(session, **settings)
+    assert beside == alone
+    assert threads[0].startswith("fleet-holders") and threads[1] == threading.current_thread().name
+
+
+@ON_POSTGRES
+def test_cells_raise_what_the_side_connection_raised(
+    session: Session, session_factory: sessionmaker[Session], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    failing = _seed(session, random.Random(2))
+    settings = {"now": NOW, "failing": failing, "idle_threshold": 5.0, "stale_after_s": 120.0}
+    monkeypatch.setattr(fleet_cells, "HOLDERS_SQL", "SELECT no_such_column FROM jobs")
+    with pytest.raises(psycopg.errors.UndefinedColumn):
+        fleet_cells.node_cells(session, **settings, side=session_factory)
 
 
 @ON_POSTGRES
@@ -168,7 +212,7 @@ def test_cells_cover_every_state_and_grid_form_over_the_seeds(session: Session) 
     # run-length forms, drains of both kinds and several groups.
     failing = _seed(session, random.Random(3))
     settings = {"now": NOW, "failing": failing, "idle_threshold": 5.0, "stale_after_s": 120.0}
-    grid = grid_from_cells(*fleet_cells.node_cells(session, **settings))
+    grid = grid_from_cells(*fleet_cells.node_cells(session, **settings)[:2])
     assert all(grid.counts.values()), grid.counts
     assert {isinstance(e[5], int) for e in grid.nodes} == {True, False}
     assert len(grid.groups) > 2 and grid.drained_ours + grid.drained_people > 0
@@ -195,5 +239,5 @@ def test_cells_read_samples_through_the_inventory_id_and_without_it(session: Ses
     inventory = dict(session.execute(text("SELECT uuid, gpu_id FROM gpus")).all())
     assert inventory == {"GPU-up": ids["GPU-up"], "GPU-raw": None}
     settings = {"now": NOW, "failing": FailingSet(), "idle_threshold": 5.0, "stale_after_s": 120.0}
-    (cells,), _ = fleet_cells.node_cells(session, **settings)
+    (cells,), _, _ = fleet_cells.node_cells(session, **settings)
     assert cells.states == "bb" and cells.utils == [77, 77]
