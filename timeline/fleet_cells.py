@@ -38,10 +38,10 @@ class NodeCells(NamedTuple):
     group: str  # as fleet.node_group names it
     drained: int  # 0 no, 1 by a person, 2 by fleetmedic's healer
     states: str  # one STATE_LETTERS letter per GPU
-    utils: list[int]  # -1: unknown
+    utils: str  # the GPUs' utilizations as a JSON array, -1 where unknown (as the grid sends)
     job: int | None  # where one job holds every GPU: its row in `jobs` (its id)
     jobs: list[int | None] | None  # else each GPU's holder (None where free); None if none
-    indexes: list[int | None]
+    indexes: list[int | None]  # shared between nodes with the same: never change one
 
 
 class JobRow(NamedTuple):
@@ -67,7 +67,8 @@ def _letter(state: GpuState) -> str:
 SQL = f"""
 SELECT c.node, COALESCE(n.grid_group, 'all'), COALESCE(n.drained_by, 0), c.st, c.ut, c.idx
 FROM (
-  SELECT node, string_agg(st, '') AS st, array_agg(ut) AS ut, array_agg(idx) AS idx
+  SELECT node, string_agg(st, '') AS st, '[' || string_agg(CAST(ut AS TEXT), ',') || ']' AS ut,
+    string_agg(COALESCE(CAST(idx AS TEXT), ''), ',') AS idx
   FROM (
     SELECT g.node COLLATE "C" AS node, g."index" AS idx,
       CASE WHEN g.uuid = ANY(%(bad_gpus)s) OR g.node = ANY(%(bad_nodes)s)
@@ -94,7 +95,9 @@ ORDER BY c.node -- in the "C" collation: UTF-8 byte order, which is how Python o
 # grouped in that collation too, so the sorted rows aggregate as they come (a hash aggregate
 # kept 8 kB per node's arrays and spilled to disk at 8.75k nodes).
 HOLDERS_SQL = f"""
-SELECT node, array_agg(gi), array_agg(id) FROM (
+SELECT node, string_agg(CAST(gi AS TEXT), ','), CASE WHEN min(id) = max(id) THEN min(id) END,
+  CASE WHEN min(id) <> max(id) THEN string_agg(CAST(id AS TEXT), ',') END
+FROM (
   SELECT DISTINCT ON (1, gi) a.node COLLATE "C" AS node,
     CASE WHEN a.gpu_index < 0 THEN -1 ELSE a.gpu_index END AS gi, j.id
   {open_allocations_sql("%(now)s")}
@@ -103,7 +106,10 @@ SELECT node, array_agg(gi), array_agg(id) FROM (
 """
 
 _FREE, _IDLE = STATE_LETTERS[GpuState.FREE], STATE_LETTERS[GpuState.IDLE_ALLOCATED]
-Held = tuple[list[int], list[int]]  # a node's GPU indexes (-1: all) and their holders' ids
+# HOLDERS_SQL's row of a node: its held GPU indexes ("0,1,...", -1: all), their one holder's
+# id where one job holds them all, else each one's ("7,7,9"). Text, not arrays: 12.5k nodes'
+# lists were most of the objects each cyclic garbage collection walked.
+Held = tuple[str, str, int | None, str | None]
 # One text parameter: psycopg's dumping of a list of 10k ints cost more than the query.
 JOBS_SQL = (
     'SELECT id, job_id, "user", account, partition FROM jobs '
@@ -130,23 +136,24 @@ class FleetCells(NamedTuple):
 
 
 class _Holders(NamedTuple):
-    by_node: dict[str, Held]
+    by_node: dict[str, Held]  # keyed by node
     jobs: dict[int, JobRow]  # every holder's job, by row id
     models: list[str]
 
 
 def _hold(
-    states: str, indexes: list[int | None], held: Held | None
+    states: str, indexes: list[int | None], index_text: str, held: Held | None
 ) -> tuple[str, int | None, list[int | None] | None]:
     """A node's letters, its one holder or each GPU's, from its holders: a GPU's own
     allocation first, else the whole node's (fleet.classify_inputs' rule)."""
     if held is None:
         return states, None, None
-    gis, ids = held
-    first = ids[0]
+    _, gis_text, one, ids_text = held
     # The common forms first: one job on every GPU by index, or on the whole node.
-    if ids.count(first) == len(ids) and (gis == indexes or gis == [-1]):
-        return states.replace(_FREE, _IDLE), first, None
+    if one is not None and (gis_text == index_text or gis_text == "-1"):
+        return states.replace(_FREE, _IDLE), one, None
+    gis = [int(i) for i in gis_text.split(",")]
+    ids = [one] * len(gis) if ids_text is None else [int(i) for i in ids_text.split(",")]
     by_index = dict(zip(gis, ids, strict=True))
     whole = by_index.pop(-1, None)
     jobs = [whole if i is None else by_index.get(i, whole) for i in indexes]
@@ -217,9 +224,10 @@ def _classified(cur: Any, params: dict[str, Any]) -> list[tuple[Any, ...]]:
 
 def _holders(cur: Any, params: dict[str, Any]) -> _Holders:
     cur.execute(HOLDERS_SQL, params)
-    by_node: dict[str, Held] = {node: (gis, ids) for node, gis, ids in cur.fetchall()}
-    ids = {i for _, held in by_node.values() for i in held}
-    cur.execute(JOBS_SQL, (",".join(map(str, ids)),))
+    by_node: dict[str, Held] = {row[0]: row for row in cur.fetchall()}
+    ids = {str(one) for _, _, one, _ in by_node.values() if one is not None}
+    ids.update(i for _, _, _, many in by_node.values() if many for i in many.split(","))
+    cur.execute(JOBS_SQL, (",".join(ids),))
     jobs = {row[0]: JobRow(*row[1:]) for row in cur.fetchall()}
     cur.execute(MODELS_SQL)
     return _Holders(by_node, jobs, [name for (name,) in cur.fetchall()])
@@ -234,18 +242,19 @@ def _merge(rows: list[tuple[Any, ...]], holders: _Holders) -> FleetCells:
     out: list[NodeCells] = []
     held: set[int | None] = set()
     held_by = holders.by_node
-    in_order: dict[int, list[int]] = {}  # 0, 1, ... n-1 by n: most nodes' indexes
+    known: dict[str, list[int | None]] = {}  # index texts ("0,1,2,3") as lists, one per text
     cell = NodeCells._make
     # Hot loop, once per node (12.5k at 100k GPUs).
-    for node, group, drained, states, utils, indexes in rows:
-        # The sorted-subquery form is documented to hold for a plain GroupAggregate; if a
-        # plan ever reordered rows, fail loudly rather than draw GPUs in the wrong places.
-        usual = in_order.get(len(indexes))
-        if usual is None:
-            usual = in_order[len(indexes)] = list(range(len(indexes)))
-        if indexes != usual and (None in indexes or indexes != sorted(indexes)):
+    for node, group, drained, states, utils, index_text in rows:
+        indexes = known.get(index_text)
+        if indexes is None:
+            indexes = known[index_text] = [
+                None if i == "" else int(i) for i in index_text.split(",")
+            ]
+            # The sorted-subquery form is documented to hold for a plain GroupAggregate; if a
+            # plan ever reordered rows, fail loudly rather than draw GPUs in the wrong places.
             _check_order(indexes)
-        states, job, jobs = _hold(states, indexes, held_by.get(node))
+        states, job, jobs = _hold(states, indexes, index_text, held_by.get(node))
         if jobs is None:
             held.add(job)
         else:

@@ -14,6 +14,7 @@ from typing import Any
 
 import orjson
 from markupsafe import Markup
+from orjson import Fragment
 
 from timeline.fleet import (
     INDEX,
@@ -186,8 +187,9 @@ def grid_from_cells(cells: list[NodeCells], held_by: dict[int, JobRow]) -> Grid:
         if gi is None:
             gi = groups[group] = len(groups)
         drained_by[drained] += 1
+        # The utilizations arrive as JSON text: embedded as they are, never made into lists.
         entries.append(
-            [node, gi, drained, states, utils, refs, None if indexes == same else indexes]
+            [node, gi, drained, states, Fragment(utils), refs, None if indexes == same else indexes]
         )
     letters = "".join([c.states for c in cells])
     return Grid(

@@ -365,7 +365,7 @@ def test_a_snapshot_of_cells_makes_per_gpu_rows_only_when_asked_and_only_once(
         return rows
 
     def fake_cells(session: Any, *, settings: Any, now: float, side: Any) -> Any:
-        cells = [NodeCells("n1", "all", 0, "bi", [90, 0], 7, None, [0, 1])]
+        cells = [NodeCells("n1", "all", 0, "bi", "[90,0]", 7, None, [0, 1])]
         return cells, {7: JobRow("42", "ann", "ml", "gpu")}, ["H100"]
 
     monkeypatch.setattr(fleetstate, "classified_rows", fake_rows)
