@@ -136,6 +136,10 @@ def _allocate(
                 allocs.append(alloc | {"job_id": jid, "gpu_index": index, "start_ts": NOW - 10})
 
 
+def _settings(failing: FailingSet) -> dict[str, Any]:
+    return {"now": NOW, "failing": failing, "idle_threshold": 5.0, "stale_after_s": 120.0}
+
+
 def _decoded(grid: Grid) -> dict[str, Any]:
     payload = orjson.loads(str(grid.script_json()))  # what the page's script parses
     nodes = {
@@ -164,7 +168,7 @@ def test_cells_grid_and_options_equal_the_python_classification(
     session: Session, session_factory: sessionmaker[Session], seed: int, side: bool
 ) -> None:
     failing = _seed(session, random.Random(seed))
-    settings = {"now": NOW, "failing": failing, "idle_threshold": 5.0, "stale_after_s": 120.0}
+    settings = _settings(failing)
     rows = fleet.classify_all(session, **settings)
     cells, jobs, models = fleet_cells.node_cells(
         session, **settings, side=session_factory if side else None
@@ -181,7 +185,7 @@ def test_cells_read_holders_on_the_side_connection_when_given_one(
     session: Session, session_factory: sessionmaker[Session], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     failing = _seed(session, random.Random(1))
-    settings = {"now": NOW, "failing": failing, "idle_threshold": 5.0, "stale_after_s": 120.0}
+    settings = _settings(failing)
     threads: list[str] = []
     real = fleet_cells._holders
 
@@ -200,9 +204,9 @@ def test_cells_read_holders_on_the_side_connection_when_given_one(
 def test_cells_raise_what_the_side_connection_raised(
     session: Session, session_factory: sessionmaker[Session], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    failing = _seed(session, random.Random(2))
-    settings = {"now": NOW, "failing": failing, "idle_threshold": 5.0, "stale_after_s": 120.0}
+    settings = _settings(_seed(session, random.Random(2)))
     monkeypatch.setattr(fleet_cells, "HOLDERS_SQL", "SELECT no_such_column FROM jobs")
+    # The main statement is fine: the error comes from the side's thread, through its future.
     with pytest.raises(psycopg.errors.UndefinedColumn):
         fleet_cells.node_cells(session, **settings, side=session_factory)
 
@@ -212,7 +216,7 @@ def test_cells_cover_every_state_and_grid_form_over_the_seeds(session: Session) 
     # The comparison above is only as good as the fleets it sees: they hold every state, both
     # run-length forms, drains of both kinds and several groups.
     failing = _seed(session, random.Random(3))
-    settings = {"now": NOW, "failing": failing, "idle_threshold": 5.0, "stale_after_s": 120.0}
+    settings = _settings(failing)
     grid = grid_from_cells(*fleet_cells.node_cells(session, **settings)[:2])
     assert all(grid.counts.values()), grid.counts
     assert {isinstance(e[5], int) for e in grid.nodes} == {True, False}
@@ -239,6 +243,6 @@ def test_cells_read_samples_through_the_inventory_id_and_without_it(session: Ses
     ids = dict(session.execute(text("SELECT uuid, id FROM gpu_ids")).all())
     inventory = dict(session.execute(text("SELECT uuid, gpu_id FROM gpus")).all())
     assert inventory == {"GPU-up": ids["GPU-up"], "GPU-raw": None}
-    settings = {"now": NOW, "failing": FailingSet(), "idle_threshold": 5.0, "stale_after_s": 120.0}
+    settings = _settings(FailingSet())
     (cells,), _, _ = fleet_cells.node_cells(session, **settings)
     assert cells.states == "bb" and cells.utils == "[77,77]"
