@@ -21,6 +21,10 @@ _EXTRA = "extra"
 # a column's PostgreSQL array type, for the unnest of a batch (extra: JSON sent as text)
 _PG_ARRAY = {c.name: f"{c.type.compile(dialect=postgresql.dialect())}[]" for c in t.samples.c}
 _PG_ARRAY[_EXTRA] = "text[]"
+# Below this many rows one INSERT ... SELECT FROM unnest costs less than COPY, which takes four
+# more round trips (savepoint, copy start and end, release): an agent's batch at 10 s is one
+# sample per GPU, 8 rows, and at 100k GPUs the per-batch cost is what limits the server.
+COPY_FROM_ROWS = 64
 
 
 def _quoted(name: str) -> str:
@@ -100,6 +104,17 @@ def _picked(names: list[str], every: Sequence[str]) -> str:
     )
 
 
+def _insert_skipping_stored(raw: Any, names: list[str], texts: _Texts) -> None:
+    """INSERT the rows but those whose (GPU, millisecond) is stored (or earlier in the rows)."""
+    source, params = texts.unnest()
+    with raw.cursor() as cur:
+        cur.execute(
+            f"INSERT INTO samples ({', '.join(map(_quoted, names))}) "
+            f"SELECT {_picked(names, names)} FROM {source} ORDER BY n ON CONFLICT DO NOTHING",
+            params,
+        )
+
+
 def append(
     session: Session, rows: list[tuple[Any, ...]], newest: list[tuple[Any, ...]], fields: list[str]
 ) -> None:
@@ -108,7 +123,9 @@ def append(
     COPY took less of PostgreSQL's time than the INSERT ... SELECT FROM unnest it replaces
     (measured) but cannot skip a row already stored: a batch holding a (GPU, millisecond)
     sample already there (resent under another batch id) falls back, inside a savepoint, to
-    the statement that skips those (the first of two in one batch wins). gpu_latest is written
+    the statement that skips those (the first of two in one batch wins). A batch under
+    COPY_FROM_ROWS rows (an agent's: one sample per GPU) takes that statement at once.
+    gpu_latest is written
     after samples and in GPU order (`newest` comes sorted), so its row locks, which concurrent
     batches of these GPUs wait on, are taken last and in one order (no deadlock).
     """
@@ -116,22 +133,19 @@ def append(
     names = ["gpu_id", "ts_ms", *fields]
     cols = ", ".join(map(_quoted, names))
     texts = _Texts(names, rows)
-    try:
-        # raw.transaction(): a savepoint in the session's transaction
-        with (
-            raw.transaction(),
-            raw.cursor() as cur,
-            cur.copy(f"COPY samples ({cols}) FROM STDIN") as copy,
-        ):
-            copy.write(texts.copy_text())
-    except pg_errors.UniqueViolation:
-        source, params = texts.unnest()
-        with raw.cursor() as cur:
-            cur.execute(
-                f"INSERT INTO samples ({cols}) SELECT {_picked(names, names)} FROM {source} "
-                "ORDER BY n ON CONFLICT DO NOTHING",
-                params,
-            )
+    if len(rows) < COPY_FROM_ROWS:
+        _insert_skipping_stored(raw, names, texts)
+    else:
+        try:
+            # raw.transaction(): a savepoint in the session's transaction
+            with (
+                raw.transaction(),
+                raw.cursor() as cur,
+                cur.copy(f"COPY samples ({cols}) FROM STDIN") as copy,
+            ):
+                copy.write(texts.copy_text())
+        except pg_errors.UniqueViolation:
+            _insert_skipping_stored(raw, names, texts)
     # Every GPU once, in GPU order (an agent's usual batch): the rows are the newest ones.
     latest = texts if newest == rows else _Texts(names, newest)
     source, params = latest.unnest()

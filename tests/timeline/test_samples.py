@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import pytest
 from sqlalchemy.orm import Session
 
 from timeline import samples, service
 from timeline.models import Batch, Sample, SampleRow
+from timeline.samples_pg import COPY_FROM_ROWS
 from timeline.samples_sql import SqlSampleStore
 
 NOW = 1_800_000_000.0
@@ -165,6 +167,24 @@ def test_a_second_sample_of_a_gpu_in_the_same_millisecond_is_dropped_not_fatal(
     assert stats["GPU-a"].count == 1 and stats["GPU-a"].fields["util_gpu"].max == 10.0
     assert stats["GPU-b"].count == 1
     assert samples.store().latest(session)["GPU-a"]["util_gpu"] == 10.0  # the one stored
+
+
+@pytest.mark.parametrize("gpus", [2, COPY_FROM_ROWS + 6], ids=["agent-batch", "copy-batch"])
+def test_a_resent_sample_is_skipped_and_the_rest_of_its_batch_stored_at_any_batch_size(
+    session: Session, gpus: int
+) -> None:
+    # PostgreSQL writes small batches with INSERT ... ON CONFLICT and large ones with COPY,
+    # which falls back to that INSERT on a stored (GPU, millisecond): both must agree.
+    _store_rows(session, [Sample(ts=NOW, gpu_uuid="GPU-0", util_gpu=10.0)])
+    batch = [Sample(ts=NOW, gpu_uuid=f"GPU-{i}", util_gpu=20.0 + i) for i in range(gpus)]
+    _store_rows(session, batch)
+    uuids = [f"GPU-{i}" for i in range(gpus)]
+    stats = samples.store().window_stats(
+        session, uuids=uuids, since=NOW, until=NOW, fields=["util_gpu"]
+    )
+    assert {u: s.count for u, s in stats.items()} == dict.fromkeys(uuids, 1)
+    assert stats["GPU-0"].fields["util_gpu"].max == 10.0  # the one stored first
+    assert stats[uuids[-1]].fields["util_gpu"].max == 20.0 + gpus - 1
 
 
 def test_every_field_kind_round_trips_through_the_store_with_nulls_and_extra(
