@@ -59,3 +59,20 @@ def rss_mb(pid: int) -> float:
     """Resident memory of a process and its children, in MiB."""
     p = psutil.Process(pid)
     return sum(c.memory_info().rss for c in [p, *p.children(recursive=True)]) / 2**20
+
+
+def loop_ms(runs: int = 3) -> float:
+    """This machine's speed now: the median ms of a fixed pure-Python loop over `runs` runs.
+
+    The shared VM these figures come from ran the same code up to twice as slow from one hour
+    or day to the next (and this loop from 115 to 254 ms within seconds); a benchmark's line
+    carries it so that figures from different runs can be told apart by the machine's state.
+    """
+    times = []
+    for _ in range(runs):
+        started = time.perf_counter()
+        total = 0
+        for i in range(1_000_000):
+            total += i % 7
+        times.append((time.perf_counter() - started) * 1000)
+    return round(sorted(times)[len(times) // 2], 1)

@@ -34,3 +34,5 @@ def test_bench_dashboard_prints_one_json_line_with_the_issues_keys() -> None:
     assert set(out) >= KEYS
     assert out["gpus"] == 80 and out["history_rows"] == 80 * 7 and out["backend"] == "sqlite"
     assert out["page_bytes"] > 1000 and "directly" in out["seeding"]
+    # Every benchmark's line says how fast the machine ran a fixed loop before and after.
+    assert out["machine_loop_ms_start"] > 0 and out["machine_loop_ms_end"] > 0

@@ -40,7 +40,11 @@ def register(app: typer.Typer) -> None:
         if name not in names:
             typer.echo(f"unknown benchmark {name!r}; available: {', '.join(names)}", err=True)
             raise typer.Exit(2)
+        from benchmarks._procs import loop_ms
+
+        start_loop_ms = loop_ms()  # the machine's state, beside figures it moves (loop_ms)
         result = importlib.import_module(f"benchmarks.{name}").run(list(ctx.args))
+        result["machine_loop_ms_start"], result["machine_loop_ms_end"] = start_loop_ms, loop_ms()
         if as_json:
             typer.echo(json.dumps(result))
         else:
