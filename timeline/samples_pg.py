@@ -61,6 +61,7 @@ class _Texts:
     def __init__(self, names: list[str], rows: Sequence[tuple[Any, ...]]) -> None:
         self.names = names
         self.columns: list[list[Any]] = []
+        self._unnest: tuple[str, list[Any]] | None = None
         for name, column in zip(names, zip(*rows, strict=True), strict=True):
             if name == _EXTRA:  # JSON text already
                 self.columns.append(list(column))
@@ -82,8 +83,11 @@ class _Texts:
         """`unnest(...) WITH ORDINALITY AS r(names, n)` of the columns, and its parameters.
 
         Numbers go as array literals, cheaper than psycopg's dumping of 1,000-item lists
-        (profiled); `extra` as a text array, cast to JSON where it is read.
+        (profiled); `extra` as a text array, cast to JSON where it is read. Built once: a small
+        batch's INSERT and its gpu_latest upsert read the same arrays.
         """
+        if self._unnest is not None:
+            return self._unnest
         params: list[Any] = []
         for name, column in zip(self.names, self.columns, strict=True):
             if name == _EXTRA:
@@ -94,7 +98,8 @@ class _Texts:
                 params.append("{" + ",".join(column) + "}")
         casts = ", ".join(f"%s::{_PG_ARRAY[n]}" for n in self.names)
         cols = ", ".join(map(_quoted, self.names))
-        return f"unnest({casts}) WITH ORDINALITY AS r({cols}, n)", params
+        self._unnest = f"unnest({casts}) WITH ORDINALITY AS r({cols}, n)", params
+        return self._unnest
 
 
 def _picked(names: list[str], every: Sequence[str]) -> str:
@@ -104,13 +109,13 @@ def _picked(names: list[str], every: Sequence[str]) -> str:
     )
 
 
-def _insert_skipping_stored(raw: Any, names: list[str], texts: _Texts) -> None:
+def _insert_skipping_stored(raw: Any, cols: str, texts: _Texts) -> None:
     """INSERT the rows but those whose (GPU, millisecond) is stored (or earlier in the rows)."""
     source, params = texts.unnest()
     with raw.cursor() as cur:
         cur.execute(
-            f"INSERT INTO samples ({', '.join(map(_quoted, names))}) "
-            f"SELECT {_picked(names, names)} FROM {source} ORDER BY n ON CONFLICT DO NOTHING",
+            f"INSERT INTO samples ({cols}) SELECT {_picked(texts.names, texts.names)} "
+            f"FROM {source} ORDER BY n ON CONFLICT DO NOTHING",
             params,
         )
 
@@ -125,16 +130,16 @@ def append(
     sample already there (resent under another batch id) falls back, inside a savepoint, to
     the statement that skips those (the first of two in one batch wins). A batch under
     COPY_FROM_ROWS rows (an agent's: one sample per GPU) takes that statement at once.
-    gpu_latest is written
-    after samples and in GPU order (`newest` comes sorted), so its row locks, which concurrent
-    batches of these GPUs wait on, are taken last and in one order (no deadlock).
+    gpu_latest is written after samples and in GPU order (`newest` comes sorted), so its row
+    locks, which concurrent batches of these GPUs wait on, are taken last and in one order
+    (no deadlock).
     """
     raw = driver_connection(session)
     names = ["gpu_id", "ts_ms", *fields]
     cols = ", ".join(map(_quoted, names))
     texts = _Texts(names, rows)
     if len(rows) < COPY_FROM_ROWS:
-        _insert_skipping_stored(raw, names, texts)
+        _insert_skipping_stored(raw, cols, texts)
     else:
         try:
             # raw.transaction(): a savepoint in the session's transaction
@@ -145,7 +150,7 @@ def append(
             ):
                 copy.write(texts.copy_text())
         except pg_errors.UniqueViolation:
-            _insert_skipping_stored(raw, names, texts)
+            _insert_skipping_stored(raw, cols, texts)
     # Every GPU once, in GPU order (an agent's usual batch): the rows are the newest ones.
     latest = texts if newest == rows else _Texts(names, newest)
     source, params = latest.unnest()
