@@ -36,7 +36,7 @@ def _owners(session: Session, uuids: set[str]) -> dict[str, str]:
     out: dict[str, str] = {}
     for table in (t.gpu_ids, t.gpus):  # the inventory (gpus) wins where both know the GPU
         rows = session.execute(select(table.c.uuid, table.c.node).where(table.c.uuid.in_(wanted)))
-        out.update(dict(rows.tuples().all()))
+        out.update(dict(rows.all()))
     return out
 
 

@@ -186,7 +186,7 @@ class SqlSampleStore:
             stmt = stmt.where(among(session, g.c.uuid, uuids))
         out = {}
         # Tuples, not mappings: the fleet page reads every GPU's row on each build.
-        for uuid, ts_ms, *values in session.execute(stmt).tuples():
+        for uuid, ts_ms, *values in session.execute(stmt):
             d = dict(zip(names, values, strict=True))
             d["gpu_uuid"], d["ts"] = uuid, ts_ms / 1000.0
             out[uuid] = d
