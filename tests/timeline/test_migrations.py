@@ -91,3 +91,43 @@ def test_revision_0012_gives_every_inventory_gpu_its_gpu_ids_id(
         with engine.connect() as conn:
             assert "gpu_id" not in [c["name"] for c in inspect(conn).get_columns("gpus")]
         engine.dispose()
+
+
+def test_revision_0015_builds_each_nodes_cell_from_what_is_stored(
+    request: pytest.FixtureRequest,
+) -> None:
+    from sqlalchemy import text
+
+    from timeline import node_cells
+
+    pg_url = request.getfixturevalue("pg_database_url")
+    with db.scratch_database("postgres", pg_url=pg_url, prefix="fm_cells") as url:
+        db.upgrade(url, "0014")
+        engine = db.make_engine(url)
+        with engine.begin() as conn:
+            conn.execute(text(
+                "INSERT INTO gpu_ids (id, uuid, node) VALUES (1, 'GPU-a', 'n1'), (2, 'GPU-b', 'n1')"
+            ))  # fmt: skip
+            conn.execute(text(
+                "INSERT INTO gpus (uuid, node, \"index\", gpu_id) VALUES ('GPU-b', 'n1', 1, 2), "
+                "('GPU-a', 'n1', 0, NULL), ('GPU-c', 'n2', 0, NULL)"
+            ))  # fmt: skip
+            conn.execute(text(
+                "INSERT INTO gpu_latest (gpu_id, ts_ms, util_gpu) "
+                "VALUES (1, 1000, 12.6), (2, 2000, 0)"
+            ))  # fmt: skip
+        db.upgrade(url, "0015")
+        read = "SELECT node, idx, ut, ts_min_ms, uuids FROM node_cells ORDER BY node"
+        with engine.begin() as conn:
+            migrated = conn.execute(text(read)).all()
+            session = db.make_sessionmaker(engine)(bind=conn)
+            node_cells.rebuild(session)
+            assert conn.execute(text(read)).all() == migrated
+        assert [tuple(r) for r in migrated] == [
+            ("n1", "0,1", "[13,0]", 1000, ["GPU-a", "GPU-b"]),
+            ("n2", "0", "[-1]", None, ["GPU-c"]),
+        ]
+        db.downgrade(url, "0014")
+        with engine.connect() as conn:
+            assert "node_cells" not in inspect(conn).get_table_names()
+        engine.dispose()
