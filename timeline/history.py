@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
-from sqlalchemy import and_, or_, select
+from sqlalchemy import and_, func, or_, select
 from sqlalchemy.orm import Session
 
 from timeline import samples
@@ -207,3 +207,27 @@ def node_states(session: Session) -> list[dict[str, Any]]:
     keys = ("name", "state", "reason", "reason_user", "reason_ts", "labels")
     stmt = select(*cols).order_by(n.c.name)
     return [dict(zip(keys, row, strict=True)) for row in session.execute(stmt).all()]
+
+
+def node_list(session: Session) -> list[dict[str, Any]]:
+    """Every node with a row or inventoried GPUs: its scheduler state, drain reason, when an
+    agent last sent from it, and how many GPUs it has; by name."""
+    n, g = t.nodes, t.gpus
+    found = session.execute(select(g.c.node, func.count()).group_by(g.c.node)).all()
+    counts: dict[str, int] = {node: int(k) for node, k in found}
+    cols = (n.c.name, n.c.state, n.c.reason, n.c.reason_user, n.c.reason_ts, n.c.last_seen_ts)
+    keys = ("name", "state", "reason", "reason_user", "reason_ts", "last_seen_ts")
+    out = {row[0]: dict(zip(keys, row, strict=True)) for row in session.execute(select(*cols))}
+    for name in counts.keys() - out.keys():  # inventoried by an agent, unknown to the scheduler
+        out[name] = dict.fromkeys(keys) | {"name": name}
+    for name, row in out.items():
+        row["gpus"] = counts.get(name, 0)
+    return [out[name] for name in sorted(out)]
+
+
+def nodes_of_gpus(session: Session, *, uuids: Sequence[str]) -> list[str]:
+    """The nodes the inventory places these GPUs on."""
+    if not uuids:
+        return []
+    stmt = select(t.gpus.c.node).where(t.gpus.c.uuid.in_(list(uuids))).distinct()
+    return list(session.execute(stmt).scalars())

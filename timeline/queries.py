@@ -27,7 +27,7 @@ def latest_gpu_samples(
     if node is not None:
         stmt = stmt.where(t.gpus.c.node == node)
     # Tuples zipped into dicts: the fleet page reads every GPU on each build (10k-100k rows).
-    gpus = [dict(zip(cols, r, strict=True)) for r in session.execute(stmt).tuples()]
+    gpus = [dict(zip(cols, r, strict=True)) for r in session.execute(stmt)]
     wanted = None if node is None else [g["uuid"] for g in gpus]
     newest = samples.store().latest(session, uuids=wanted, fields=fields)
     keys = (*(t.SAMPLE_FIELDS if fields is None else fields), "ts")
@@ -124,12 +124,28 @@ def list_nodes(session: Session) -> list[dict[str, Any]]:
 
 
 def list_jobs(
-    session: Session, *, state: str | None = None, limit: int = 500
+    session: Session,
+    *,
+    state: str | None = None,
+    limit: int = 500,
+    user: str | None = None,
+    account: str | None = None,
+    partition: str | None = None,
+    text: str | None = None,
 ) -> list[dict[str, Any]]:
-    """Jobs, newest first."""
-    stmt = select(t.jobs).order_by(t.jobs.c.updated_ts.desc(), t.jobs.c.id.desc()).limit(limit)
-    if state is not None:
-        stmt = stmt.where(t.jobs.c.state == state)
+    """Jobs, newest first; each filter given must match (`text`: part of the id or name)."""
+    j = t.jobs
+    stmt = select(j).order_by(j.c.updated_ts.desc(), j.c.id.desc()).limit(limit)
+    for column, wanted in ((j.c.state, state), (j.c.user, user), (j.c.account, account),
+                           (j.c.partition, partition)):  # fmt: skip
+        if wanted is not None:
+            stmt = stmt.where(column == wanted)
+    if text:
+        # A literal substring: the user's % and _ match themselves.
+        like = "%" + text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+        stmt = stmt.where(
+            or_(j.c.job_id.ilike(like, escape="\\"), j.c.name.ilike(like, escape="\\"))
+        )
     return [dict(r) for r in session.execute(stmt).mappings()]
 
 

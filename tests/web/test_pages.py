@@ -10,14 +10,26 @@ from html import unescape
 
 import pytest
 from fastapi.testclient import TestClient
+from sqlalchemy.orm import Session
 
 from tests.conftest import PG_ADMIN_URL, pg_available
 from tests.web.seed import HOSTILE, HOSTILE_JOB, Seeded, seed
-from timeline import db
+from timeline import db, service
+from timeline.models import Batch, Node
 from timeline.settings import Settings
 from web.app import create_app
+from web.pages import lists
 
-PAGES = ["/", "/idle", "/failing", "/incidents", "/remediation", "/notifications"]
+PAGES = [
+    "/",
+    "/idle",
+    "/failing",
+    "/incidents",
+    "/jobs",
+    "/nodes",
+    "/remediation",
+    "/notifications",
+]
 
 
 @pytest.fixture(scope="module", params=["sqlite", "postgres"])
@@ -179,3 +191,63 @@ def test_page_parameters_are_bounded_like_the_api(seeded: tuple[TestClient, Seed
     assert client.get("/nodes/a%01b").status_code == 422
     assert client.get("/idle", params={"hours": "nan"}).status_code == 422
     assert client.get("/api/v1/fleet/heatmap", params={"hours": "inf"}).status_code == 422
+
+
+def test_job_list_filters_by_user_and_by_part_of_the_id_and_links_each_job(
+    seeded: tuple[TestClient, Seeded],
+) -> None:
+    client, fleet = seeded
+    everything = client.get("/jobs").text
+    shown = re.findall(r'<tr data-job="([^"]*)"', everything)
+    assert fleet.user_fault_job in shown and len(shown) > 2
+    assert client.get("/jobs/").status_code == 200  # the list, not a job with an empty id
+    row = re.search(rf'<tr data-job="{fleet.user_fault_job}".*?</tr>', everything, re.S)
+    assert row is not None
+    user = re.findall(r"<td>([^<]*)</td>", row.group(0))[2]  # job, name, state, then user
+    theirs = client.get("/jobs", params={"user": user}).text
+    rows = re.findall(r'<tr data-job="[^"]*".*?</tr>', theirs, re.S)
+    assert fleet.user_fault_job in theirs and all(f"<td>{user}</td>" in r for r in rows)
+    assert 0 < len(rows) < len(shown)
+    one = client.get("/jobs", params={"q": fleet.user_fault_job}).text
+    assert re.findall(r'<tr data-job="([^"]*)"', one) == [fleet.user_fault_job]
+    # A user's % matches itself, not everything.
+    assert "no job matches" in client.get("/jobs", params={"q": "%"}).text
+
+
+def test_node_list_shows_every_node_marks_the_blamed_one_and_filters_drains(
+    seeded: tuple[TestClient, Seeded],
+) -> None:
+    client, fleet = seeded
+    page = client.get("/nodes").text
+    rows = dict(re.findall(r'<tr data-node="([^"]*)" data-drain="([^"]*)"', page))
+    assert set(fleet.nodes) <= set(rows)
+    blamed = re.search(rf'<tr data-node="{fleet.nodes[0]}"[^>]*class="sev-critical"', page)
+    assert blamed is not None  # the node whose GPU fell off the bus
+    assert f'data-node="{fleet.nodes[1]}" data-drain="" class="sev-critical"' not in page
+    for drained, keep in (("yes", bool), ("no", lambda d: not d)):
+        got = dict(re.findall(
+            r'<tr data-node="([^"]*)" data-drain="([^"]*)"', client.get(
+                "/nodes", params={"drained": drained}).text
+        ))  # fmt: skip
+        assert got == {n: d for n, d in rows.items() if keep(d)}
+    one = client.get("/nodes", params={"q": fleet.nodes[2].upper()}).text
+    assert re.findall(r'<tr data-node="([^"]*)"', one) == [fleet.nodes[2]]
+
+
+def test_node_list_tells_our_drains_from_a_persons(session: Session) -> None:
+    service.append_batch(session, batch=Batch(agent="slurm", node="ctl", batch_id="batch-drains",
+        nodes=[
+            Node(name="n-ours", state="IDLE+DRAIN", reason="fleetmedic: Xid 79 on GPU 3"),
+            Node(name="n-person", state="down*", reason="bad cable", reason_user="ann"),
+            Node(name="n-up", state="MIXED"),
+        ],
+    ))  # fmt: skip
+    got = lists.nodes_data(session, drained="", text="n-")
+    assert {n["name"]: n["drain"] for n in got["nodes"]} == {
+        "n-ours": "fleetmedic", "n-person": "person", "n-up": ""
+    }  # fmt: skip
+    drained = lists.nodes_data(session, drained="yes", text="")["nodes"]
+    assert [n["name"] for n in drained] == ["n-ours", "n-person"]
+    assert [n["name"] for n in lists.nodes_data(session, drained="no", text="n-")["nodes"]] == [
+        "n-up"
+    ]
