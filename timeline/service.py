@@ -61,8 +61,9 @@ def append_batch(
     now = received_ts if received_ts is not None else time.time()
     if not _claim(session, batch=batch, samples=len(samples), digest=digest, now=now):
         return AppendResult(batch_id=batch.batch_id, duplicate=True, rejected=list(rejected))
-    cells = node_cells.kept(session) and bool(samples or batch.gpus)
-    # A GPU the batch moves to another node leaves its old node's row: rewrite that one too.
+    # Inventory changes reach node_cells here (samples reach it through gpu_latest's trigger);
+    # a GPU the batch moves to another node leaves its old node's row: rewrite that one too.
+    cells = bool(batch.gpus) and node_cells.kept(session)
     moved_from = node_cells.nodes_of(session, uuids=(g.uuid for g in batch.gpus)) if cells else []
     upsert_gpus(session, gpus=batch.gpus, now=now)
     upsert_nodes(session, nodes=batch.nodes, now=now)
@@ -79,11 +80,7 @@ def append_batch(
     if samples or batch.gpus:  # an agent on that node; cluster sources send neither
         _touch_node(session, name=batch.node, now=now)
     if cells:  # last of all: its per-node locks are held until the commit
-        node_cells.refresh(
-            session,
-            nodes=[*moved_from, *(g.node for g in batch.gpus)],
-            uuids={s.gpu_uuid for s in samples},
-        )
+        node_cells.refresh(session, nodes=[*moved_from, *(g.node for g in batch.gpus)])
     return AppendResult(
         batch_id=batch.batch_id,
         duplicate=False,

@@ -111,10 +111,39 @@ def test_two_batches_touching_one_node_at_once_both_reach_its_cell(
 
 
 @ON_POSTGRES
-def test_a_refresh_of_nothing_writes_nothing(session: Session) -> None:
-    assert node_cells.refresh(session) == 0
-    assert node_cells.refresh(session, nodes=["no-such-node"]) == 1
+def test_a_refresh_of_nothing_or_of_a_node_without_gpus_writes_nothing(session: Session) -> None:
+    node_cells.refresh(session, nodes=[])
+    node_cells.refresh(session, nodes=["no-such-node"])
     assert _cells(session) == {}
+
+
+@ON_POSTGRES
+def test_a_bulk_write_of_more_nodes_than_per_node_locks_allow_still_keeps_every_cell(
+    session: Session,
+) -> None:
+    # 900 one-GPU nodes, their newest samples written by hand in three statements of one
+    # transaction: past 512 nodes the trigger locks the table instead of each node.
+    count = 900
+    every = "FROM generate_series(1, CAST(:n AS INT)) k"
+    session.execute(
+        text(f"INSERT INTO gpu_ids (id, uuid, node) SELECT k, 'GPU-' || k, 'n' || k {every}"),
+        {"n": count},
+    )
+    session.execute(
+        text(f"INSERT INTO gpus (uuid, node, gpu_id) SELECT 'GPU-' || k, 'n' || k, k {every}"),
+        {"n": count},
+    )
+    for first in range(1, count, 300):
+        session.execute(text(
+            "INSERT INTO gpu_latest (gpu_id, ts_ms, util_gpu) "
+            "SELECT k, 1000 * k, k % 100 FROM generate_series(CAST(:a AS INT), CAST(:b AS INT)) k"
+        ), {"a": first, "b": first + 299})  # fmt: skip
+    held = session.execute(text(
+        "SELECT count(*) FROM pg_locks WHERE pid = pg_backend_pid() AND locktype = 'advisory'"
+    )).scalar_one()  # fmt: skip
+    assert held <= 512
+    cells = _kept_equals_rebuilt(session)
+    assert len(cells) == count and cells["n7"][1] == "[7]" and cells["n7"][0] == ""
 
 
 def test_node_cells_are_kept_only_on_postgresql_with_samples_in_sql(session: Session) -> None:
