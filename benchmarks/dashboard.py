@@ -28,7 +28,7 @@ import timeline.deliveries  # noqa: F401  (registers the notifications table)
 from benchmarks._procs import PG_ADMIN_URL
 from benchmarks.fleet_stages import fleet_stages
 from correlator import tables as ct
-from timeline import db, node_cells, rollups
+from timeline import db, rollups
 from timeline import tables as t
 from timeline.settings import Settings
 
@@ -277,9 +277,6 @@ def run(argv: list[str]) -> dict[str, Any]:
         fleet = _seed_fleet(factory, args.gpus, now, rng)
         rows = _seed_samples(factory, fleet["gpus"], args.hours, now, rng)
         _seed_findings(factory, fleet, now)
-        if args.backend == "postgres":  # what the ingest keeps per node, from the rows above
-            with db.unit_of_work(factory) as session:
-                node_cells.rebuild(session)
         seed_s = time.perf_counter() - started
         rollup_s = _roll_up(factory, now)
         if args.backend == "postgres":
@@ -300,8 +297,7 @@ def run(argv: list[str]) -> dict[str, Any]:
     result["seed_s"] = round(seed_s, 1)
     result["rollup_s"] = round(rollup_s, 1)
     result["seeding"] = (
-        "rows written directly with executemany, not through the ingest API (on PostgreSQL "
-        "node_cells then rebuilt from them in one statement, as the ingest keeps it per batch); "
+        "rows written directly with executemany, not through the ingest API; "
         "then the server's rollup job run until caught up (rollup_s)"
     )
     result["requests_per_path"] = args.requests

@@ -1,17 +1,17 @@
-"""The fleet classified per node on PostgreSQL: what the grid draws at 100k GPUs.
+"""The fleet classified by PostgreSQL itself, one row per node: what the grid draws at 100k GPUs.
 
 `fleet.classify_inputs` reads every GPU's newest row and holder into Python and classifies
 them there: at 100k GPUs that is several passes over 100k objects (about 1.5 s on 2 cores).
-Here the rows of `node_cells` (each node's GPUs and newest samples, kept on ingest by
-timeline.node_cells) are read, one per node, and each node's GPUs get their state letters
-from a comparison per GPU (a walk GPU by GPU only where one may be stale or blamed); who holds
-which GPU is read per node beside it. The meaning is the same as `fleet.classify_inputs`
-(tests/timeline/test_fleet_cells.py builds random fleets and compares both); PostgreSQL
-only: SQLite has no arrays, and its fleet page stays on the Python path."""
+Here one statement does the joins and the classification in the database and hands back one
+row per node with its GPUs' states as letters and their utilizations, holders and indexes as
+arrays, so Python works per node (12.5k), not per GPU. The meaning is the same as
+`fleet.classify_inputs` (tests/timeline/test_fleet_cells.py builds random fleets and compares
+both); PostgreSQL only, since SQLite before 3.44 has neither arrays nor ordered aggregates
+(the fleet page on SQLite stays on the Python path, which meets its target there).
+"""
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
@@ -28,7 +28,7 @@ from timeline.fleet import (
     bulk_allocation,
     by_node_and_pci,
 )
-from timeline.fleet_read import open_allocations_sql
+from timeline.fleet_read import NEWEST_SAMPLE_JOIN, open_allocations_sql
 
 
 class NodeCells(NamedTuple):
@@ -53,23 +53,41 @@ class JobRow(NamedTuple):
     partition: str | None
 
 
-_BUSY, _FAILING, _STALE = (STATE_LETTERS[GpuState.BUSY], STATE_LETTERS[GpuState.FAILING],
-                           STATE_LETTERS[GpuState.STALE])  # fmt: skip
+def _letter(state: GpuState) -> str:
+    return f"'{STATE_LETTERS[state]}'"
 
-# Each node's row of node_cells (kept on ingest), its group and drain state (generated columns
-# of its node row, revision 0014; none without one), in Python's order of str (UTF-8 bytes:
-# the "C" collation). Per-GPU times are read only where a GPU may be stale, and the uuids and
-# bus ids only of nodes an open incident may blame: most rows are four short texts and an array.
-SQL = """
-SELECT c.node, COALESCE(n.grid_group, 'all'), COALESCE(n.drained_by, 0), c.idx, c.ut, c.utils,
-  c.ts_min_ms, CASE WHEN c.ts_min_ms IS NULL OR c.ts_min_ms < %(fresh_ms)s THEN c.ts_ms END,
-  CASE WHEN c.node = ANY(%(suspects)s) THEN c.uuids END,
-  CASE WHEN c.node = ANY(%(suspects)s) THEN c.pcis END
-FROM node_cells c LEFT JOIN nodes n ON n.name = c.node
-ORDER BY c.node COLLATE "C"
+
+# Ordered aggregates in PostgreSQL 15 sort every group once per aggregate; instead the rows
+# arrive sorted from the inner query and a GroupAggregate keeps that order (PostgreSQL's
+# documented "sorted subquery" form). `indexes` lets the reader check the order per node.
+# Who holds which GPU is not joined here (a 100k-row join cost a third of the statement):
+# HOLDERS_SQL reads it per node and Python lays it over the GPUs (free -> allocated-but-idle).
+# A node's group and drain state are its generated columns (revision 0014: node_group's and
+# the drain rule, computed when the node is written, not per view); none without a node row.
+SQL = f"""
+SELECT c.node, COALESCE(n.grid_group, 'all'), COALESCE(n.drained_by, 0), c.st, c.ut, c.idx
+FROM (
+  SELECT node, string_agg(st, '') AS st, '[' || string_agg(CAST(ut AS TEXT), ',') || ']' AS ut,
+    string_agg(COALESCE(CAST(idx AS TEXT), ''), ',') AS idx
+  FROM (
+    SELECT g.node COLLATE "C" AS node, g."index" AS idx,
+      CASE WHEN g.uuid = ANY(%(bad_gpus)s) OR g.node = ANY(%(bad_nodes)s)
+                OR (g.pci_bus_id = ANY(%(bad_pcis)s)
+                    AND g.node || '|' || g.pci_bus_id = ANY(%(bad_gpus)s))
+             THEN {_letter(GpuState.FAILING)}
+           WHEN l.ts_ms IS NULL
+                OR %(now)s - CAST(l.ts_ms AS DOUBLE PRECISION) / 1000 > %(stale)s
+             THEN {_letter(GpuState.STALE)}
+           WHEN COALESCE(l.util_gpu, 0) > %(idle)s THEN {_letter(GpuState.BUSY)}
+           ELSE {_letter(GpuState.FREE)} END AS st,
+      CASE WHEN l.util_gpu IS NULL THEN -1 ELSE CAST(round(l.util_gpu) AS INTEGER) END AS ut
+    FROM gpus g {NEWEST_SAMPLE_JOIN}
+    ORDER BY 1, 2, g.uuid
+  ) cells GROUP BY node
+) c
+LEFT JOIN nodes n ON n.name = c.node
+ORDER BY c.node -- in the "C" collation: UTF-8 byte order, which is how Python orders str
 """
-# The nodes of GPUs blamed by uuid (a handful of lookups by primary key).
-SUSPECTS_SQL = "SELECT DISTINCT node FROM gpus WHERE uuid = ANY(%s)"
 
 # history.holders_at's rows, one per GPU (or per node: index -1, the whole node): where two
 # claim the same, the newest wins, as in fleet.classify_inputs (holders oldest first, the
@@ -164,16 +182,26 @@ def node_cells(
     With `side`, who holds what is read on a second connection while `session` classifies:
     the two statements run on two server processes at once (on 2 cores the page's read took
     a median 342 ms against 511 ms one after the other, at 100k GPUs)."""
-    rules = _Rules(now, failing, idle_threshold, stale_after_s)
-    params: dict[str, Any] = {"now": now}
+    params: dict[str, Any] = {
+        "now": now,
+        "bad_gpus": list(failing.gpus),
+        # The bus ids of those keys read as "node|pci bus id" (an empty one never matches): a
+        # cheap test before the concatenation, which would otherwise be built for 100k GPUs.
+        "bad_pcis": sorted(
+            {p for pcis in by_node_and_pci(failing.gpus).values() for p in pcis} - {""}
+        ),
+        "bad_nodes": list(failing.nodes),
+        "stale": stale_after_s,
+        "idle": idle_threshold,
+    }
     with bulk_allocation():  # 12.5k rows of lists, all kept: no GC passes over them meanwhile
         if side is None:
             with _cursor(session) as cur:
-                return _merge(_classified(cur, rules), _holders(cur, params))
+                return _merge(_classified(cur, params), _holders(cur, params))
         with ThreadPoolExecutor(1, thread_name_prefix="fleet-holders") as pool:
             holders = pool.submit(_holders_on, side, params)
             with _cursor(session) as cur:
-                rows = _classified(cur, rules)
+                rows = _classified(cur, params)
             return _merge(rows, holders.result())
 
 
@@ -188,62 +216,10 @@ def _cursor(session: Session) -> Iterator[Any]:
         cur.close()
 
 
-class _Rules(NamedTuple):
-    now: float
-    failing: FailingSet
-    idle: float
-    stale: float
-
-
-# node_cells' row of a node as read: name, group, drained, indexes, utilizations as text and as
-# stored, the oldest sample time, then per GPU: times, uuids, bus ids (where read).
-Cell = tuple[str, str, int, str, str, list[float | None], int | None, Any, Any, Any]
-
-
-def _classified(cur: Any, rules: _Rules) -> list[tuple[Any, ...]]:
-    """Each node's (name, group, drained, letters, utilizations, indexes), as _merge takes."""
-    failing = rules.failing
-    bad_uuids = sorted(k for k in failing.gpus if "|" not in k)
-    suspects = set(failing.nodes) | set(by_node_and_pci(failing.gpus))
-    if bad_uuids:
-        cur.execute(SUSPECTS_SQL, (bad_uuids,))
-        suspects.update(node for (node,) in cur.fetchall())
-    # Rows whose oldest sample is a second past the staleness bound are surely fresh.
-    fresh_ms = math.ceil((rules.now - rules.stale) * 1000) + 1000
-    cur.execute(SQL, {"fresh_ms": fresh_ms, "suspects": sorted(suspects)})
-    now, stale, idle = rules.now, rules.stale, rules.idle
-    out: list[tuple[Any, ...]] = []
-    # Hot loop, once per node (12.5k at 100k GPUs); per GPU only a comparison, on most nodes.
-    for node, group, drained, idx, ut, utils, ts_min, times, uuids, pcis in cur.fetchall():
-        if uuids is None and ts_min is not None and now - ts_min / 1000 <= stale:
-            letters = "".join([_BUSY if (u or 0.0) > idle else _FREE for u in utils])
-        else:
-            letters = _letters((node, group, drained, idx, ut, utils, ts_min, times, uuids, pcis),
-                               rules)  # fmt: skip
-        out.append((node, group, drained, letters, ut, idx))
-    return out
-
-
-def _letters(cell: Cell, rules: _Rules) -> str:
-    """A node's letters GPU by GPU: failing, stale, then busy or free (fleet.classify)."""
-    node, _, _, _, _, utils, ts_min, times, uuids, pcis = cell
-    now, stale = rules.now, rules.stale
-    all_fresh = ts_min is not None and now - ts_min / 1000 <= stale
-    if times is None and not all_fresh:
-        raise RuntimeError(f"node_cells: {node}'s sample times were not read but are needed")
-    bad = rules.failing.gpus
-    node_bad = node in rules.failing.nodes
-    letters = []
-    for k, util in enumerate(utils):
-        if uuids is not None and (
-            node_bad or uuids[k] in bad or (pcis[k] and f"{node}|{pcis[k]}" in bad)
-        ):
-            letters.append(_FAILING)
-        elif not all_fresh and (times[k] is None or now - times[k] / 1000 > stale):
-            letters.append(_STALE)
-        else:
-            letters.append(_BUSY if (util or 0.0) > rules.idle else _FREE)
-    return "".join(letters)
+def _classified(cur: Any, params: dict[str, Any]) -> list[tuple[Any, ...]]:
+    cur.execute(SQL, params)
+    rows: list[tuple[Any, ...]] = cur.fetchall()
+    return rows
 
 
 def _holders(cur: Any, params: dict[str, Any]) -> _Holders:

@@ -10,8 +10,8 @@ from sqlalchemy import bindparam, func, select, update
 from sqlalchemy.engine import CursorResult
 from sqlalchemy.orm import Session
 
-from timeline import node_cells, samples_sql
 from timeline import samples as sample_store
+from timeline import samples_sql
 from timeline import tables as t
 from timeline.bounds import MESSAGE_MAX, clean_text
 from timeline.db import driver_connection, marks, upsert_insert
@@ -61,10 +61,6 @@ def append_batch(
     now = received_ts if received_ts is not None else time.time()
     if not _claim(session, batch=batch, samples=len(samples), digest=digest, now=now):
         return AppendResult(batch_id=batch.batch_id, duplicate=True, rejected=list(rejected))
-    # Inventory changes reach node_cells here (samples reach it through gpu_latest's trigger);
-    # a GPU the batch moves to another node leaves its old node's row: rewrite that one too.
-    cells = bool(batch.gpus) and node_cells.kept(session)
-    moved_from = node_cells.nodes_of(session, uuids=(g.uuid for g in batch.gpus)) if cells else []
     upsert_gpus(session, gpus=batch.gpus, now=now)
     upsert_nodes(session, nodes=batch.nodes, now=now)
     stored_events = append_events(session, events=batch.events, batch_id=batch.batch_id, now=now)
@@ -79,8 +75,6 @@ def append_batch(
     sample_store.store().append(session, node=batch.node, samples=samples)
     if samples or batch.gpus:  # an agent on that node; cluster sources send neither
         _touch_node(session, name=batch.node, now=now)
-    if cells:  # last of all: its per-node locks are held until the commit
-        node_cells.refresh(session, nodes=[*moved_from, *(g.node for g in batch.gpus)])
     return AppendResult(
         batch_id=batch.batch_id,
         duplicate=False,

@@ -20,7 +20,6 @@ from sqlalchemy import (
     Text,
     UniqueConstraint,
 )
-from sqlalchemy.dialects.postgresql import ARRAY
 
 metadata = MetaData(
     naming_convention={
@@ -209,26 +208,6 @@ gpu_latest = Table(
     *_sample_columns(),
 )
 
-# PostgreSQL only (empty on SQLite): each node's GPUs with their newest samples, one row per
-# node, rewritten in the transaction that changes them (timeline.node_cells). The fleet page
-# reads 12.5k of these at 100k GPUs instead of joining 100k inventory rows with gpu_latest,
-# sorting and aggregating them per view. Positions follow (index, uuid) in every array.
-_Floats = Text().with_variant(ARRAY(REAL), "postgresql")
-_Ints = Text().with_variant(ARRAY(BigInteger), "postgresql")
-_Texts = Text().with_variant(ARRAY(Text), "postgresql")
-node_cells = Table(
-    "node_cells",
-    metadata,
-    Column("node", String(255), primary_key=True),
-    Column("idx", Text, nullable=False),  # the GPUs' indexes: "0,1,,3" (empty: unknown)
-    Column("ut", Text, nullable=False),  # their utilizations as the grid sends them: "[0,54,-1]"
-    Column("utils", _Floats, nullable=False),  # as stored (NULL: none), for the idle threshold
-    Column("ts_ms", _Ints, nullable=False),  # each newest sample's time (NULL: none)
-    Column("ts_min_ms", BigInteger),  # the oldest of those; NULL when a GPU has none
-    Column("uuids", _Texts, nullable=False),
-    Column("pcis", _Texts, nullable=False),
-)
-
 # Rollups of samples per GPU and minute / hour: count, first and last sample time, and per
 # gauge its min, max, mean, newest value and how many samples carried it (means merge by it).
 ROLLUP_STATS = ("min", "max", "mean", "last")
@@ -370,7 +349,6 @@ __all__ = [
     "jobs",
     "leases",
     "metadata",
-    "node_cells",
     "nodes",
     "rollup_marks",
     "samples",

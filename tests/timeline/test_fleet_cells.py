@@ -12,7 +12,7 @@ import pytest
 from sqlalchemy import bindparam, insert, text
 from sqlalchemy.orm import Session, sessionmaker
 
-from timeline import fleet, fleet_cells, node_cells, samples
+from timeline import fleet, fleet_cells, samples
 from timeline import tables as t
 from timeline.fleet import Failing, FailingSet
 from timeline.models import Sample, SampleRow
@@ -91,9 +91,6 @@ def _seed(session: Session, rng: random.Random) -> FailingSet:
         "UPDATE gpus SET gpu_id = (SELECT i.id FROM gpu_ids i WHERE i.uuid = gpus.uuid) "
         "WHERE node IN :nodes"
     ).bindparams(bindparam("nodes", expanding=True)), {"nodes": nodes[::2]})  # fmt: skip
-    # Written by hand, not through the ingest: node_cells is rebuilt as after a restore
-    # (tests/timeline/test_node_cells.py checks that the ingest keeps it so).
-    node_cells.rebuild(session)
     session.commit()
     return failing
 
@@ -246,7 +243,6 @@ def test_cells_read_samples_through_the_inventory_id_and_without_it(session: Ses
     ids = dict(session.execute(text("SELECT uuid, id FROM gpu_ids")).all())
     inventory = dict(session.execute(text("SELECT uuid, gpu_id FROM gpus")).all())
     assert inventory == {"GPU-up": ids["GPU-up"], "GPU-raw": None}
-    node_cells.rebuild(session)
     settings = _settings(FailingSet())
     (cells,), _, _ = fleet_cells.node_cells(session, **settings)
     assert cells.states == "bb" and cells.utils == "[77,77]"

@@ -59,25 +59,3 @@ def test_unknown_benchmark_names_the_available_ones() -> None:
     result = runner.invoke(app, ["bench", "no-such-bench", "--json"])
     assert result.exit_code == 2
     assert "ingest" in result.output
-
-
-def test_db_rebuild_cells_rewrites_node_cells_on_postgresql_and_says_so_elsewhere(
-    tmp_path: Path, request: pytest.FixtureRequest
-) -> None:
-    from sqlalchemy import text
-
-    sqlite_url = f"sqlite:///{tmp_path / 'cells.db'}"
-    db.upgrade(sqlite_url)
-    result = runner.invoke(app, ["db", "rebuild-cells", "--database-url", sqlite_url])
-    assert result.exit_code == 0 and "PostgreSQL only" in result.output
-    pg_url = request.getfixturevalue("pg_database_url")
-    with db.scratch_database("postgres", pg_url=pg_url, prefix="fm_cli_cells") as url:
-        db.upgrade(url)
-        engine = db.make_engine(url)
-        with engine.begin() as conn:  # written by hand: no ingest kept its row
-            conn.execute(text("INSERT INTO gpus (uuid, node, \"index\") VALUES ('GPU-1', 'n1', 0)"))
-        result = runner.invoke(app, ["db", "rebuild-cells", "--database-url", url])
-        assert result.exit_code == 0 and "node_cells rebuilt: 1 nodes" in result.output
-        with engine.connect() as conn:
-            assert conn.execute(text("SELECT node, idx FROM node_cells")).all() == [("n1", "0")]
-        engine.dispose()

@@ -41,24 +41,4 @@ def register(app: typer.Typer) -> None:
         db.downgrade(settings.database_url, revision)
         typer.echo(f"database {settings.safe_database_url()} at {revision}")
 
-    @group.command("rebuild-cells")
-    def rebuild_cells(
-        database_url: str = typer.Option(None, help="Overrides FLEETMEDIC_DATABASE_URL."),
-    ) -> None:
-        """Rebuild node_cells (the fleet page's per-node rows on PostgreSQL) from the inventory
-        and newest samples: after rows were written by hand, as a restore of some tables does."""
-        from timeline import db, node_cells
-
-        settings = Settings() if database_url is None else Settings(database_url=database_url)
-        engine = db.make_engine(settings.database_url)
-        try:
-            if engine.dialect.name != "postgresql":
-                typer.echo("node_cells is kept on PostgreSQL only; nothing to do", err=True)
-                return
-            with db.unit_of_work(db.make_sessionmaker(engine)) as session:
-                count = node_cells.rebuild(session)
-        finally:
-            engine.dispose()
-        typer.echo(f"node_cells rebuilt: {count} nodes")
-
     app.add_typer(group, name="db")
