@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from functools import partial
 from typing import Any, Literal
 
@@ -13,7 +12,7 @@ from sqlalchemy.orm import Session
 from correlator import service as incidents
 from timeline import history, queries
 from timeline.bounds import NAME_PATTERN
-from timeline.fleet import DRAIN_WORDS, OUR_DRAIN_PREFIX
+from timeline.fleet import NodeView
 from web.auth import Principal
 from web.pages.common import show
 from web.pages.templating import page_viewer
@@ -21,7 +20,6 @@ from web.pages.templating import page_viewer
 router = APIRouter(include_in_schema=False)
 MAX_JOBS = 500
 MAX_NODES = 1000  # a 12.5k-node fleet lists its first thousand; the filters narrow it
-_DRAINED = re.compile("|".join(DRAIN_WORDS), re.IGNORECASE)
 
 
 def jobs_data(
@@ -63,9 +61,11 @@ async def jobs_page(
 
 
 def _drain(node: dict[str, Any]) -> str:
-    if not _DRAINED.search(node["state"] or ""):
+    # The fleet grid's rule of who drained a node, not a second copy of it.
+    view = NodeView(node["name"], node["state"], node["reason"])
+    if not view.drained:
         return ""
-    return "fleetmedic" if (node["reason"] or "").startswith(OUR_DRAIN_PREFIX) else "person"
+    return "fleetmedic" if view.drained_by_us else "person"
 
 
 def nodes_data(session: Session, *, drained: str, text: str) -> dict[str, Any]:
