@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from sqlalchemy import bindparam, func, select, update
+from sqlalchemy import Select, bindparam, func, select, update
 from sqlalchemy.orm import Session
 
 from correlator import tables as ct
@@ -258,6 +258,16 @@ def save_power_profiles(
         )
 
 
+def _open_node_blamed() -> Select[Any]:
+    # Open incidents that blame a machine and name its node: all that "failing" is made of.
+    tbl = ct.incidents
+    return (
+        select(tbl)
+        .where(tbl.c.state == IncidentState.OPEN.value, tbl.c.blame == Blame.NODE.value)
+        .where(tbl.c.culprit_node.is_not(None))
+    )
+
+
 def failing_set(session: Session) -> FailingSet:
     """GPUs and nodes that an open incident blames (blame "node"): what "failing" means.
 
@@ -265,15 +275,14 @@ def failing_set(session: Session) -> FailingSet:
     """
     tbl = ct.incidents
     stmt = (
-        select(
+        _open_node_blamed()
+        .with_only_columns(
             tbl.c.id,
             tbl.c.title,
             tbl.c.culprit_node,
             tbl.c.culprit_gpu_uuid,
             tbl.c.culprit_pci_bus_id,
         )
-        .where(tbl.c.state == IncidentState.OPEN.value, tbl.c.blame == Blame.NODE.value)
-        .where(tbl.c.culprit_node.is_not(None))
         .order_by(tbl.c.last_seen_ts)
     )
     out = FailingSet()
@@ -286,3 +295,9 @@ def failing_set(session: Session) -> FailingSet:
         if not uuid and not pci:
             out.nodes[node] = bad
     return out
+
+
+def blamed_nodes(session: Session) -> set[str]:
+    """The nodes of failing_set: each open incident's culprit node, whole node or one GPU."""
+    stmt = _open_node_blamed().with_only_columns(ct.incidents.c.culprit_node).distinct()
+    return set(session.execute(stmt).scalars())

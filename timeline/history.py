@@ -223,11 +223,3 @@ def node_list(session: Session) -> list[dict[str, Any]]:
     for name, row in out.items():
         row["gpus"] = counts.get(name, 0)
     return [out[name] for name in sorted(out)]
-
-
-def nodes_of_gpus(session: Session, *, uuids: Sequence[str]) -> list[str]:
-    """The nodes the inventory places these GPUs on."""
-    if not uuids:
-        return []
-    stmt = select(t.gpus.c.node).where(t.gpus.c.uuid.in_(list(uuids))).distinct()
-    return list(session.execute(stmt).scalars())

@@ -140,11 +140,12 @@ def list_jobs(
                            (j.c.partition, partition)):  # fmt: skip
         if wanted is not None:
             stmt = stmt.where(column == wanted)
-    if text:
-        # A literal substring: the user's % and _ match themselves.
-        like = "%" + text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+    if text:  # a literal substring: autoescape makes the user's % and _ match themselves
         stmt = stmt.where(
-            or_(j.c.job_id.ilike(like, escape="\\"), j.c.name.ilike(like, escape="\\"))
+            or_(
+                j.c.job_id.icontains(text, autoescape=True),
+                j.c.name.icontains(text, autoescape=True),
+            )
         )
     return [dict(r) for r in session.execute(stmt).mappings()]
 

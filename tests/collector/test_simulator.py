@@ -37,6 +37,9 @@ def test_demo_fleet_shows_busy_idle_free_and_failing_gpus(
     states = Counter(g.state.value for n in views for g in n.gpus)
     assert sum(states.values()) == 64
     assert states["busy"] and states["idle_allocated"] and states["free"] and states["failing"]
+    # The nodes the failing set blames, named by their incidents, are those with red GPUs.
+    red = {n.name for n in views if any(g.state.value == "failing" for g in n.gpus)}
+    assert incidents.blamed_nodes(session) == red
     kinds = Counter(e["kind"] for e in queries.events_in_window(session))
     assert kinds["xid"] == 2 and kinds["nccl_timeout"] >= 2 and kinds["cuda_error"] == 1
     jobs = {j["state"] for j in queries.list_jobs(session)}

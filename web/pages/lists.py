@@ -70,9 +70,7 @@ def _drain(node: dict[str, Any]) -> str:
 
 def nodes_data(session: Session, *, drained: str, text: str) -> dict[str, Any]:
     """Nodes by name with their drain state, GPUs and whether an open incident blames them."""
-    failing = incidents.failing_set(session)
-    blamed = set(failing.nodes) | {key.split("|", 1)[0] for key in failing.gpus if "|" in key}
-    blamed |= set(history.nodes_of_gpus(session, uuids=[k for k in failing.gpus if "|" not in k]))
+    blamed = incidents.blamed_nodes(session)
     rows = []
     for node in history.node_list(session):
         node["drain"] = _drain(node)
