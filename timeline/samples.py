@@ -45,6 +45,12 @@ class SampleStore(Protocol):
         """Store samples (validated light rows) taken on `node`; returns how many were stored."""
         ...
 
+    def append_many(
+        self, session: Session, *, parts: Sequence[tuple[str, Sequence[SampleRow]]]
+    ) -> int:
+        """Store several nodes' samples ((node, rows) each) at once; returns how many."""
+        ...
+
     def latest(
         self,
         session: Session,

@@ -168,6 +168,17 @@ class SqlSampleStore:
         """Store samples taken on `node`; returns how many were given."""
         return append(session, node=node, samples=samples)
 
+    def append_many(
+        self, session: Session, *, parts: Sequence[tuple[str, Sequence[SampleRow]]]
+    ) -> int:
+        """Store several nodes' samples in one write (a group commit's); returns how many."""
+        if not parts:
+            return 0
+        for node, rows in parts:  # a GPU not seen before is registered under its own node
+            gpu_ids(session, node=node, uuids={r.gpu_uuid for r in rows})
+        every = [r for _, rows in parts for r in rows]
+        return append(session, node=parts[0][0], samples=every)
+
     def latest(
         self,
         session: Session,

@@ -44,6 +44,28 @@ def _typed(field: str, value: float) -> Any:
     return int(value)
 
 
+def _lines(node: str, samples: Sequence[SampleRow]) -> list[dict[str, Any]]:
+    """Import lines of one node's samples: one per GPU and field."""
+    series: dict[tuple[str, str], tuple[list[float], list[int]]] = defaultdict(lambda: ([], []))
+    for s in samples:
+        ms = round(s.ts * 1000)
+        for field in (ROW, *FIELDS):
+            value = 1 if field == ROW else getattr(s, field)
+            if value is None:
+                continue
+            values, stamps = series[(s.gpu_uuid, field)]
+            values.append(float(value))
+            stamps.append(ms)
+    return [
+        {
+            "metric": {"__name__": metric(field), "gpu": gpu, "node": node},
+            "values": values,
+            "timestamps": stamps,
+        }
+        for (gpu, field), (values, stamps) in series.items()
+    ]
+
+
 class VmSampleStore:
     """A SampleStore in VictoriaMetrics; the SQL session callers pass is not used."""
 
@@ -60,26 +82,17 @@ class VmSampleStore:
 
     def append(self, session: Session, *, node: str, samples: Sequence[SampleRow]) -> int:
         """Write samples as series (one JSON line per GPU and field); StoreUnavailable on outage."""
-        series: dict[tuple[str, str], tuple[list[float], list[int]]] = defaultdict(lambda: ([], []))
-        for s in samples:
-            ms = round(s.ts * 1000)
-            for field in (ROW, *FIELDS):
-                value = 1 if field == ROW else getattr(s, field)
-                if value is None:
-                    continue
-                values, stamps = series[(s.gpu_uuid, field)]
-                values.append(float(value))
-                stamps.append(ms)
-        lines = [
-            {
-                "metric": {"__name__": metric(field), "gpu": gpu, "node": node},
-                "values": values,
-                "timestamps": stamps,
-            }
-            for (gpu, field), (values, stamps) in series.items()
-        ]
-        self.vm.import_lines(lines)
+        self.vm.import_lines(_lines(node, samples))
         return len(samples)
+
+    def append_many(
+        self, session: Session, *, parts: Sequence[tuple[str, Sequence[SampleRow]]]
+    ) -> int:
+        """Write several nodes' samples in one import; StoreUnavailable on outage."""
+        lines = [line for node, rows in parts for line in _lines(node, rows)]
+        if lines:
+            self.vm.import_lines(lines)
+        return sum(len(rows) for _, rows in parts)
 
     def latest(
         self,

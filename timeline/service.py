@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable, Sequence
-from typing import Any, cast
+from typing import Any, NamedTuple, cast
 
 from sqlalchemy import bindparam, func, select, update
 from sqlalchemy.engine import CursorResult
@@ -119,6 +119,38 @@ def _claim(session: Session, *, batch: Batch, samples: int, digest: str | None, 
     return False
 
 
+def claim_batches(session: Session, *, claims: Sequence[BatchClaim]) -> set[str]:
+    """Claim several batch ids in one statement; returns those claimed (new). The ids must be
+    distinct; one already stored is not claimed (the caller stores it alone, which tells a
+    replay from a conflict)."""
+    if not claims:
+        return set()
+    row = f"({marks(session, 7)})"
+    cur = driver_connection(session).cursor()
+    try:
+        cur.execute(
+            "INSERT INTO ingest_batches (batch_id, agent, node, received_ts, samples, events, "
+            f"digest) VALUES {', '.join([row] * len(claims))} "
+            "ON CONFLICT (batch_id) DO NOTHING RETURNING batch_id",
+            [v for c in claims for v in c],
+        )
+        return {r[0] for r in cur.fetchall()}
+    finally:
+        cur.close()
+
+
+class BatchClaim(NamedTuple):
+    """One row of ingest_batches, as claim_batches writes it."""
+
+    batch_id: str
+    agent: str
+    node: str
+    received_ts: float
+    samples: int
+    events: int
+    digest: str | None
+
+
 REJECTION_NOTE_EVERY_S = 300.0  # one `agent` event per node per this long, however many batches
 
 
@@ -211,14 +243,19 @@ def upsert_nodes(session: Session, *, nodes: Iterable[Node], now: float) -> None
 
 
 def _touch_node(session: Session, *, name: str, now: float) -> None:
+    touch_nodes(session, seen={name: now})
+
+
+def touch_nodes(session: Session, *, seen: dict[str, float]) -> None:
+    """Mark nodes seen (name -> when), in name order (the row locks' one order)."""
     # Through the driver, as _claim; a new node gets the table's defaults (JSON '{}', '[]').
     cur = driver_connection(session).cursor()
     try:
-        cur.execute(
+        cur.executemany(
             "INSERT INTO nodes (name, cluster, labels, taints, last_seen_ts) "
             f"VALUES ({marks(session, 5)}) "
             "ON CONFLICT (name) DO UPDATE SET last_seen_ts = excluded.last_seen_ts",
-            (name, "default", "{}", "[]", now),
+            [(name, "default", "{}", "[]", seen[name]) for name in sorted(seen)],
         )
     finally:
         cur.close()

@@ -82,6 +82,9 @@ class Settings(BaseSettings):
     # GPUs, jobs, allocations, nodes and job patches of one ingest batch (each GPU, job,
     # allocation or node is its own statement: 5,000 jobs held the SQLite writer 17 s).
     max_batch_records: int = 2000
+    # Agents' sample-only batches that queue while a transaction runs are stored together in
+    # the next one (timeline.group_commit); off, each batch is its own transaction.
+    ingest_group_commit: bool = True
     ingest_max_age_s: float = 30 * 86400.0  # samples/events older than this are refused
     ingest_max_ahead_s: float = 3600.0  # any time this far past the server's clock is refused
     api_max_response_bytes: int = 4 * 1024 * 1024  # list reads stop here (X-Truncated header)

@@ -14,6 +14,7 @@ from starlette.middleware.sessions import SessionMiddleware
 from starlette.staticfiles import StaticFiles
 
 from timeline import __version__, db, samples, samples_stage, wal_checkpoint
+from timeline.group_commit import GroupWriter
 from timeline.samples_sql import SqlSampleStore
 from timeline.settings import Settings
 from web.api import actions, heatmap, incidents, ingest, ops, read
@@ -73,6 +74,8 @@ def _lifespan(
             yield
         finally:
             leader.stop()  # stops the periodic work, then releases the lease
+            if app.state.group_writer is not None:  # stores what is queued, into the stage
+                app.state.group_writer.stop()
             if app.state.stage_mover is not None:
                 app.state.stage_mover.stop()
             if app.state.checkpointer is not None:
@@ -155,6 +158,10 @@ def create_app(
     app.state.checkpointer = wal_checkpoint.for_engine(engine)
     # SQLite: staged samples filed into `samples` in bulk, beside the ingest (samples_stage)
     app.state.stage_mover = samples_stage.for_engine(engine, factory, app.state.write_lock)
+    # Agents' sample batches, several per transaction (timeline.group_commit)
+    app.state.group_writer = (
+        GroupWriter(factory, app.state.write_lock) if settings.ingest_group_commit else None
+    )
     # PostgreSQL classifies the fleet per node itself (timeline.fleet_cells): 100k GPUs. It
     # reads gpu_latest, which the SQL sample store keeps (VictoriaMetrics keeps its own).
     cells = engine.dialect.name == "postgresql" and isinstance(sample_store, SqlSampleStore)

@@ -201,3 +201,39 @@ def test_batch_failing_in_the_database_leaves_nothing_and_can_be_retried(
         r = c.post("/api/v1/ingest", json=batch(message="poison"), headers=auth)
     assert r.status_code == 200 and r.json()["duplicate"] is False
     assert count(session, "samples") == 4
+
+
+def _samples_only(batch_id: str, util: float = 97.0) -> dict[str, Any]:
+    body = batch(batch_id)
+    del body["gpus"], body["events"]
+    for s in body["samples"]:
+        s["util_gpu"] = util
+    return body
+
+
+def test_a_sample_only_batch_is_group_committed_and_answered_as_if_alone(
+    client: TestClient, auth: dict[str, str], session: Session
+) -> None:
+    body = _samples_only("group-0001")
+    first = client.post("/api/v1/ingest", json=body, headers=auth)
+    assert first.status_code == 200 and first.json()["samples"] == 4
+    assert first.json()["duplicate"] is False
+    replay = client.post("/api/v1/ingest", json=body, headers=auth)
+    assert replay.status_code == 200 and replay.json()["duplicate"] is True
+    other = client.post("/api/v1/ingest", json=_samples_only("group-0001", 5.0), headers=auth)
+    assert other.status_code == 409
+    writer = client.app.state.group_writer  # type: ignore[attr-defined]
+    assert writer.batches == 1  # the first went through the group writer
+    assert count(session, "samples") == 4 and count(session, "ingest_batches") == 1
+
+
+def test_group_commit_off_stores_each_batch_in_its_own_transaction(
+    settings: Any, auth: dict[str, str], session: Session
+) -> None:
+    from web.app import create_app
+
+    with TestClient(create_app(settings.model_copy(update={"ingest_group_commit": False}))) as c:
+        assert c.app.state.group_writer is None  # type: ignore[attr-defined]
+        r = c.post("/api/v1/ingest", json=_samples_only("alone-0001"), headers=auth)
+    assert r.status_code == 200 and r.json()["samples"] == 4
+    assert count(session, "samples") == 4

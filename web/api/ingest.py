@@ -7,8 +7,10 @@ the answer, the rest is stored. The body's schema is still published in OpenAPI.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
+from concurrent.futures import Future
 from typing import Any
 
 from fastapi import APIRouter, Depends, HTTPException, Request
@@ -19,6 +21,7 @@ from timeline import owners, service
 from timeline.bounds import TimeWindow
 from timeline.db import unit_of_work
 from timeline.errors import BatchConflict
+from timeline.group_commit import groupable
 from timeline.intake import take_in
 from timeline.models import AppendResult
 from web.auth import Principal, require_agent
@@ -73,10 +76,13 @@ async def ingest(request: Request, principal: Principal = Depends(require_agent)
     )
     factory = request.app.state.session_factory
     lock = request.app.state.write_lock
+    writer = request.app.state.group_writer if principal.node_glob is None else None
 
     # One hand-off to the thread pool per request: the check and the store as two cost a
     # second one per batch, a share of an agent's small batch (measured with bench ingest).
-    def work() -> tuple[str, AppendResult]:
+    # A sample-only batch is queued for the group writer instead (timeline.group_commit);
+    # a node-bound token's batch is not, as its GPUs' owners are checked in its transaction.
+    def work() -> tuple[str, AppendResult | Future[AppendResult]]:
         intake = take_in(
             body,
             max_items=settings.max_batch_items,
@@ -84,33 +90,34 @@ async def ingest(request: Request, principal: Principal = Depends(require_agent)
             window=window,
             may_write_node=principal.may_write_node,
         )
-        try:
-            with lock.hold(), unit_of_work(factory) as session:
-                if principal.node_glob is not None:
-                    owners.refuse_foreign_gpus(
-                        session, intake=intake, may_write_node=principal.may_write_node
-                    )
-                return intake.batch.node, service.append_batch(
-                    session,
-                    batch=intake.batch,
-                    received_ts=time.time(),
-                    max_items=settings.max_batch_items,
-                    digest=intake.digest,
-                    rejected=intake.rejected,
-                    samples=intake.samples,
+        if writer is not None and groupable(intake):
+            return intake.batch.node, writer.submit(intake, received_ts=time.time())
+        with lock.hold(), unit_of_work(factory) as session:
+            if principal.node_glob is not None:
+                owners.refuse_foreign_gpus(
+                    session, intake=intake, may_write_node=principal.may_write_node
                 )
-        except BatchConflict:
-            metrics.observe_conflict()
-            log.warning(
-                "batch %r from %s (node %r) reuses a stored batch_id with different content; "
-                "refused with 409",
-                intake.batch.batch_id,
-                principal.name,
-                intake.batch.node,
+            return intake.batch.node, service.append_batch(
+                session,
+                batch=intake.batch,
+                received_ts=time.time(),
+                max_items=settings.max_batch_items,
+                digest=intake.digest,
+                rejected=intake.rejected,
+                samples=intake.samples,
             )
-            raise
 
-    node, result = await run_in_threadpool(work)
+    try:
+        node, out = await run_in_threadpool(work)
+        result = await asyncio.wrap_future(out) if isinstance(out, Future) else out
+    except BatchConflict as exc:
+        metrics.observe_conflict()
+        log.warning(
+            "batch %r from %s reuses a stored batch_id with different content; refused with 409",
+            exc.batch_id,
+            principal.name,
+        )
+        raise
     metrics.observe_ingest(result)
     _log_rejected(node, result)
     return result
