@@ -101,8 +101,12 @@ def _job_gpus(session: Session, now: float) -> tuple[dict[str, set[str]], dict[s
 def _profiles(session: Session, windows: dict[str, Window], *, now: float) -> dict[str, Profile]:
     """Learned power profiles, widened by this window's min/max power, and persisted."""
     stored = service.power_profiles(session, gpu_uuids=windows)
-    stmt = select(t.gpus.c.uuid, t.gpus.c.name).where(among(session, t.gpus.c.uuid, windows))
-    names = {r[0]: r[1] for r in session.execute(stmt).all()}
+    # A GPU's model (its power limit) is looked up only until its profile holds a limit.
+    unnamed = [u for u in windows if not stored.get(u, {}).get("limit_w")]
+    names: dict[str, str | None] = {}
+    if unnamed:
+        stmt = select(t.gpus.c.uuid, t.gpus.c.name).where(among(session, t.gpus.c.uuid, unnamed))
+        names = {r[0]: r[1] for r in session.execute(stmt).all()}
     out, rows = {}, []
     for uuid, w in windows.items():
         old = stored.get(uuid, {})
@@ -111,7 +115,7 @@ def _profiles(session: Session, windows: dict[str, Window], *, now: float) -> di
         limit = old.get("limit_w") or model_power_limit(names.get(uuid))
         out[uuid] = Profile(idle, peak, limit)
         rows.append({"gpu_uuid": uuid, "idle_w": idle, "max_w": peak, "limit_w": limit})
-    service.save_power_profiles(session, profiles=rows, known=set(stored), now=now)
+    service.save_power_profiles(session, profiles=rows, stored=stored, now=now)
     return out
 
 

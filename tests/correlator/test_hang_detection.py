@@ -173,3 +173,15 @@ def test_spin_threshold_sits_between_real_spin_and_real_compute_power() -> None:
     assert not computing.spinning(
         ceiling=ceiling, util_min=90.0, now=T0 + 45.0, need_s=45.0, gap_s=30.0
     )
+
+
+def test_a_learned_power_profile_is_written_only_when_it_changes(session: Session) -> None:
+    rows = [{"gpu_uuid": "GPU-a", "idle_w": 70.0, "max_w": 600.0, "limit_w": 700.0}]
+    incidents.save_power_profiles(session, profiles=rows, stored={}, now=100.0)
+    stored = incidents.power_profiles(session, gpu_uuids=["GPU-a"])
+    incidents.save_power_profiles(session, profiles=rows, stored=stored, now=200.0)
+    assert incidents.power_profiles(session, gpu_uuids=["GPU-a"])["GPU-a"]["updated_ts"] == 100.0
+    wider = [rows[0] | {"max_w": 650.0}]
+    incidents.save_power_profiles(session, profiles=wider, stored=stored, now=300.0)
+    got = incidents.power_profiles(session, gpu_uuids=["GPU-a"])["GPU-a"]
+    assert (got["max_w"], got["idle_w"], got["updated_ts"]) == (650.0, 70.0, 300.0)
