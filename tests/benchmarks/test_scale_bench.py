@@ -55,3 +55,21 @@ def test_bench_scale_on_sqlite_prints_the_issues_keys() -> None:
 def test_bench_scale_on_victoriametrics_prints_the_issues_keys() -> None:
     binary(("victoria-metrics",), "REQUIRE_VICTORIAMETRICS", "victoria-metrics")
     _plausible(_bench("victoriametrics"), "victoriametrics")
+
+
+def test_a_push_of_two_polls_carries_every_gpu_twice_one_interval_apart() -> None:
+    import random
+
+    from benchmarks._scale_load import IDENTITY_NODES, ScaleFleet
+
+    fleet = ScaleFleet(16 * IDENTITY_NODES + 8)
+    node = next(iter(fleet.nodes))
+    body = json.loads(fleet.body(node, 1000.0, random.Random(1), ticks=2))
+    stamps: dict[str, list[float]] = {}
+    for s in body["samples"]:
+        stamps.setdefault(s["gpu_uuid"], []).append(s["ts"])
+    assert len(stamps) == 8 and all(v == [990.0, 1000.0] for v in stamps.values())
+    identities = [b for b in fleet.setup_batches(1e9) if b.gpus]
+    # the GPU identities go IDENTITY_NODES nodes a batch, every GPU once
+    assert len(identities) == 3
+    assert sum(len(b.gpus) for b in identities) == len(fleet.sim.gpus)
