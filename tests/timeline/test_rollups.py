@@ -195,3 +195,29 @@ def test_a_day_partition_made_later_takes_its_rows_over_from_the_default_one(
     session.commit()
     assert made[0] in dropped
     assert session.execute(select(func.count()).select_from(t.samples)).scalar_one() == 0
+
+
+def test_a_ten_minute_window_reads_the_minute_rollups_and_answers_exactly_as_raw_rows(
+    session_factory: sessionmaker[Session], session: Session
+) -> None:
+    rows = [
+        Sample(
+            ts=START + k * 10.0 + 0.25,
+            gpu_uuid="GPU-a",
+            util_gpu=float((k * 37) % 101),
+            power_w=None if k % 7 == 0 else 100.0 + (k * 13) % 500,
+        )
+        for k in range(6 * 60)  # an hour, every 10 s
+    ]
+    _store(session_factory, rows)
+    store = SqlSampleStore()  # the defaults: rollups for ranges over an hour, windows over 10 min
+    since, until = START + 125.5, START + 33 * 60 + 7.3  # the idle check's span, off the minute
+    fields = ["util_gpu", "power_w"]
+    raw = store.window_stats(session, uuids=["GPU-a"], since=since, until=until, fields=fields)
+    rollups.run_rollups(session_factory, now=START + HOUR + 600)
+    cut = {"lo": (START + 180) * 1000, "hi": (START + 33 * 60) * 1000}
+    session.execute(text("DELETE FROM samples WHERE ts_ms >= :lo AND ts_ms < :hi"), cut)
+    session.execute(text("DELETE FROM samples_staged WHERE ts_ms >= :lo AND ts_ms < :hi"), cut)
+    session.commit()  # whole minutes inside the window are now only in the rollups
+    rolled = store.window_stats(session, uuids=["GPU-a"], since=since, until=until, fields=fields)
+    assert rolled == raw and raw["GPU-a"].count == 186
