@@ -11,22 +11,24 @@ with it (PostgreSQL's own WAL group commit works the same way).
 
 Each batch is still stored exactly once and answered as if alone: its claim and its samples
 commit together. A batch whose id is already stored (a replay or a conflict), a second batch
-of one id in one group, and every batch of a group whose transaction failed are stored alone
-by service.append_batch, which answers duplicate, 409 or 503 as it always did.
+of one id in one group, a node-bound token's batch naming a GPU of a node it may not write,
+and every batch of a group whose transaction failed are stored alone as the ungrouped ingest
+stores them (timeline.owners, then service.append_batch), which answers duplicate, 409, 503
+or the refused items as it always did.
 """
 
 from __future__ import annotations
 
 import logging
 import queue
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 
 from sqlalchemy.orm import Session, sessionmaker
 
+from timeline import owners, service
 from timeline import samples as sample_store
-from timeline import service
 from timeline.daemon import DaemonLoop
 from timeline.db import WriteLock, unit_of_work
 from timeline.errors import StoreUnavailable
@@ -43,22 +45,38 @@ POLL_S = 0.2
 class Pending:
     """A batch waiting for its group, and the future its request awaits."""
 
-    batch: Batch
-    samples: list[SampleRow]
-    digest: str | None
+    intake: Intake
     received_ts: float
+    # A node-bound token's test of a node (None: a fleet-wide token); see timeline.owners.
+    may_write_node: Callable[[str], bool] | None = None
     future: Future[AppendResult] = field(default_factory=Future)
 
     @classmethod
-    def of(cls, intake: Intake, *, received_ts: float) -> Pending:
+    def of(
+        cls,
+        intake: Intake,
+        *,
+        received_ts: float,
+        may_write_node: Callable[[str], bool] | None = None,
+    ) -> Pending:
         """A taken-in batch, received at `received_ts`."""
-        return cls(intake.batch, intake.samples, intake.digest, received_ts)
+        return cls(intake, received_ts, may_write_node)
+
+    @property
+    def batch(self) -> Batch:
+        """The batch's envelope (its samples travel apart, as rows)."""
+        return self.intake.batch
+
+    @property
+    def samples(self) -> list[SampleRow]:
+        """The batch's samples, as light rows."""
+        return self.intake.samples
 
     def claim(self) -> service.BatchClaim:
         """Its ingest_batches row."""
         b = self.batch
         return service.BatchClaim(
-            b.batch_id, b.agent, b.node, self.received_ts, len(self.samples), 0, self.digest
+            b.batch_id, b.agent, b.node, self.received_ts, len(self.samples), 0, self.intake.digest
         )
 
     def result(self) -> AppendResult:
@@ -91,12 +109,20 @@ class GroupWriter(DaemonLoop):
         self.transactions = 0  # the groups committed, and the batches in them
         self.batches = 0
 
-    def submit(self, intake: Intake, *, received_ts: float) -> Future[AppendResult]:
-        """Queue a groupable batch; the future gives its AppendResult or its store error."""
+    def submit(
+        self,
+        intake: Intake,
+        *,
+        received_ts: float,
+        may_write_node: Callable[[str], bool] | None = None,
+    ) -> Future[AppendResult]:
+        """Queue a groupable batch; the future gives its AppendResult or its store error.
+        `may_write_node`: a node-bound token's test; a batch naming a GPU of a node it may not
+        write is stored alone, that GPU's samples refused as the ungrouped path does."""
         if self._stop.is_set():
             raise StoreUnavailable("the server is stopping", 1)
         self.start()
-        item = Pending.of(intake, received_ts=received_ts)
+        item = Pending.of(intake, received_ts=received_ts, may_write_node=may_write_node)
         self._queue.put(item)
         return item.future
 
@@ -131,8 +157,10 @@ class GroupWriter(DaemonLoop):
         for p in group:
             firsts.setdefault(p.batch.batch_id, p)
         with self.lock.hold(), unit_of_work(self.factory) as session:
-            claimed = service.claim_batches(session, claims=[p.claim() for p in firsts.values()])
-            together = [p for p in firsts.values() if p.batch.batch_id in claimed]
+            foreign = {id(p) for p in _foreign(session, list(firsts.values()))}
+            clean = [p for p in firsts.values() if id(p) not in foreign]
+            claimed = service.claim_batches(session, claims=[p.claim() for p in clean])
+            together = [p for p in clean if p.batch.batch_id in claimed]
             sample_store.store().append_many(
                 session, parts=[(p.batch.node, p.samples) for p in together]
             )
@@ -146,13 +174,19 @@ class GroupWriter(DaemonLoop):
         return together, [p for p in group if id(p) not in kept]
 
     def _alone(self, p: Pending) -> None:
+        """Store one batch as the ungrouped ingest does (owners checked for a bound token)."""
         try:
             with self.lock.hold(), unit_of_work(self.factory) as session:
+                if p.may_write_node is not None:
+                    owners.refuse_foreign_gpus(
+                        session, intake=p.intake, may_write_node=p.may_write_node
+                    )
                 result = service.append_batch(
                     session,
                     batch=p.batch,
                     received_ts=p.received_ts,
-                    digest=p.digest,
+                    digest=p.intake.digest,
+                    rejected=p.intake.rejected,
                     samples=p.samples,
                 )
         except Exception as exc:  # the request that sent it answers it
@@ -168,6 +202,22 @@ class GroupWriter(DaemonLoop):
                 self._alone(self._queue.get_nowait())
             except queue.Empty:
                 return
+
+
+def _foreign(session: Session, group: Sequence[Pending]) -> list[Pending]:
+    """The node-bound batches naming a GPU owned by a node their token may not write: stored,
+    or registered by an earlier batch of this group (as it would be, stored one by one)."""
+    if all(p.may_write_node is None for p in group):
+        return []
+    held = owners.owners_of(session, {s.gpu_uuid for p in group for s in p.samples})
+    out = []
+    for p in group:
+        for s in p.samples:  # a GPU seen first here is registered under this batch's node
+            held.setdefault(s.gpu_uuid, p.batch.node)
+        may = p.may_write_node
+        if may is not None and not all(may(held[s.gpu_uuid]) for s in p.samples):
+            out.append(p)
+    return out
 
 
 __all__ = ["MAX_GROUP", "GroupWriter", "Pending", "groupable"]

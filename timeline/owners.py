@@ -28,7 +28,7 @@ _GPU_FIELDS = {
 }
 
 
-def _owners(session: Session, uuids: set[str]) -> dict[str, str]:
+def owners_of(session: Session, uuids: set[str]) -> dict[str, str]:
     """uuid -> owning node: the inventory's node, else the node its samples came from first."""
     if not uuids:
         return {}
@@ -54,7 +54,7 @@ def refuse_foreign_gpus(
         for item in lists[kind]
         if (uuid := getattr(item, attr)) is not None
     }
-    foreign = {u: n for u, n in _owners(session, named).items() if not may_write_node(n)}
+    foreign = {u: n for u, n in owners_of(session, named).items() if not may_write_node(n)}
     if not foreign:
         return 0
     update: dict[str, list[Any]] = {}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import fnmatch
 import threading
 import time
 from concurrent.futures import Future
@@ -152,3 +153,40 @@ def test_only_sample_only_batches_without_rejections_are_groupable() -> None:
     assert not groupable(take_in(orjson.dumps(with_event), max_items=100))
     assert not groupable(take_in(orjson.dumps(bad_sample), max_items=100))
     assert not groupable(take_in(orjson.dumps(body | {"samples": []}), max_items=100))
+
+
+def _bound(node: str, batch_id: str, uuids: list[str], glob: str) -> Pending:
+    rows = [{"ts": NOW, "gpu_uuid": u, "util_gpu": 1.0} for u in uuids]
+    body = {"agent": "a", "node": node, "batch_id": f"batch-{batch_id}", "samples": rows}
+    intake = take_in(orjson.dumps(body), max_items=50_000)
+    return Pending.of(
+        intake, received_ts=NOW + 1, may_write_node=lambda n: fnmatch.fnmatchcase(n, glob)
+    )
+
+
+def test_a_node_bound_batch_naming_another_nodes_gpu_is_stored_alone_without_that_gpu(
+    engine: Engine, session_factory: sessionmaker[Session], session: Session
+) -> None:
+    writer = _writer(engine, session_factory)
+    writer.store([_pending("n1", "owner")])  # GPU-n1-0..7 now belong to n1
+    own = _bound("n2", "own", ["GPU-n2-a", "GPU-n2-b"], "n2")
+    thief = _bound("n3", "thief", ["GPU-n3-a", "GPU-n1-0"], "n3")
+    # a GPU new to the store, named first by n4's batch in this group: n5 may not take it
+    first = _bound("n4", "first", ["GPU-new"], "n4")
+    second = _bound("n5", "second", ["GPU-new", "GPU-n5-a"], "n5")
+    group = [own, thief, first, second]
+    writer.store(group)
+    a_own, a_thief, a_first, a_second = _answers(group)
+    assert isinstance(a_own, AppendResult) and a_own.samples == 2 and not a_own.rejected
+    assert isinstance(a_first, AppendResult) and a_first.samples == 1
+    for answer, index, owner in ((a_thief, 1, "n1"), (a_second, 0, "n4")):
+        assert isinstance(answer, AppendResult) and answer.samples == 1
+        (refused,) = answer.rejected
+        assert (refused.kind, refused.index, refused.status) == ("samples", index, 403)
+        assert refused.errors[0].field == f"samples.{index}.gpu_uuid"
+        assert repr(owner) in refused.errors[0].error
+    assert (writer.transactions, writer.batches) == (2, 3)  # n1's, then own and first together
+    owners = dict(session.execute(select(t.gpu_ids.c.uuid, t.gpu_ids.c.node)).all())
+    assert owners["GPU-new"] == "n4" and owners["GPU-n1-0"] == "n1"
+    latest = samples.store().latest(session)
+    assert latest["GPU-n1-0"]["util_gpu"] == 50.0  # the thief's sample was not stored

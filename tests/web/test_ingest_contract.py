@@ -133,9 +133,6 @@ def test_log_text_over_its_cap_is_truncated_with_a_marker_not_refused(
 DEEP = {"a": {"b": {"c": {"d": {"e": {"f": {"g": {"h": 1}}}}}}}}  # 9 levels
 
 
-DEEP = {"a": {"b": {"c": {"d": {"e": {"f": {"g": {"h": 1}}}}}}}}  # 9 levels
-
-
 @pytest.mark.parametrize(
     ("kind", "item", "field"),
     [

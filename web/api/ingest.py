@@ -76,12 +76,13 @@ async def ingest(request: Request, principal: Principal = Depends(require_agent)
     )
     factory = request.app.state.session_factory
     lock = request.app.state.write_lock
-    writer = request.app.state.group_writer if principal.node_glob is None else None
+    writer = request.app.state.group_writer
+    bound = principal.may_write_node if principal.node_glob is not None else None
 
     # One hand-off to the thread pool per request: the check and the store as two cost a
     # second one per batch, a share of an agent's small batch (measured with bench ingest).
-    # A sample-only batch is queued for the group writer instead (timeline.group_commit);
-    # a node-bound token's batch is not, as its GPUs' owners are checked in its transaction.
+    # A sample-only batch is queued for the group writer instead (timeline.group_commit),
+    # which checks a node-bound token's GPUs' owners as the path below does.
     def work() -> tuple[str, AppendResult | Future[AppendResult]]:
         intake = take_in(
             body,
@@ -91,7 +92,8 @@ async def ingest(request: Request, principal: Principal = Depends(require_agent)
             may_write_node=principal.may_write_node,
         )
         if writer is not None and groupable(intake):
-            return intake.batch.node, writer.submit(intake, received_ts=time.time())
+            future = writer.submit(intake, received_ts=time.time(), may_write_node=bound)
+            return intake.batch.node, future
         with lock.hold(), unit_of_work(factory) as session:
             if principal.node_glob is not None:
                 owners.refuse_foreign_gpus(
