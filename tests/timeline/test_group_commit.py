@@ -15,7 +15,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from timeline import db, queries, samples
 from timeline import tables as t
 from timeline.errors import BatchConflict, StoreUnavailable
-from timeline.group_commit import GroupWriter, Pending, groupable
+from timeline.group_commit import GROUP_MAX_SAMPLES, GroupWriter, Pending, groupable
 from timeline.intake import take_in
 from timeline.models import AppendResult
 
@@ -153,6 +153,8 @@ def test_only_sample_only_batches_without_rejections_are_groupable() -> None:
     assert not groupable(take_in(orjson.dumps(with_event), max_items=100))
     assert not groupable(take_in(orjson.dumps(bad_sample), max_items=100))
     assert not groupable(take_in(orjson.dumps(body | {"samples": []}), max_items=100))
+    many = [s | {"ts": NOW - k} for k in range(GROUP_MAX_SAMPLES // 8 + 1) for s in body["samples"]]
+    assert not groupable(take_in(orjson.dumps(body | {"samples": many}), max_items=50_000))
 
 
 def _bound(node: str, batch_id: str, uuids: list[str], glob: str) -> Pending:
