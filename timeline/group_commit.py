@@ -131,6 +131,10 @@ class GroupWriter(DaemonLoop):
             raise StoreUnavailable("the server is stopping", 1)
         self.start()
         item = Pending.of(intake, received_ts=received_ts, may_write_node=may_write_node)
+        # Running, so not cancellable: a request cancelled while it waits (its client gone)
+        # must not leave a future the writer thread cannot set. The batch is stored anyway;
+        # the agent's retry of it is then answered `duplicate`.
+        item.future.set_running_or_notify_cancel()
         self._queue.put(item)
         return item.future
 
@@ -146,7 +150,13 @@ class GroupWriter(DaemonLoop):
                     group.append(self._queue.get_nowait())
                 except queue.Empty:
                     break
-            self.store(group)
+            try:
+                self.store(group)
+            except BaseException as exc:  # the thread must live on: answer whoever waits
+                log.exception("the ingest group writer failed on a group of %d", len(group))
+                for p in group:
+                    if not p.future.done():
+                        p.future.set_exception(exc)
 
     def store(self, group: Sequence[Pending]) -> None:
         """Store a group in one transaction, and alone each batch that cannot go in it."""

@@ -26,7 +26,7 @@ from web.fleetstate import FleetCache
 from web.healer_metrics import HealerCollector
 from web.leader import LeaseElector
 from web.logs import configure_logging
-from web.metrics import ServerMetrics
+from web.metrics import GroupCommitCollector, ServerMetrics
 from web.pages import ROUTERS as PAGE_ROUTERS
 from web.pages import login as login_page
 from web.runtime import ServerRuntime
@@ -108,6 +108,8 @@ def _metrics(
     metrics.registry.register(DashboardCollector(factory, settings, app.state.fleet_cache))
     metrics.registry.register(HealerCollector(factory))
     metrics.registry.register(TableBytesCollector(factory))
+    if app.state.group_writer is not None:
+        metrics.registry.register(GroupCommitCollector(app.state.group_writer))
     return metrics
 
 

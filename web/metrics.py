@@ -12,6 +12,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 from collector.health import all_health
+from timeline.group_commit import GroupWriter
 from timeline.models import AppendResult
 from web.leader import LeaseElector
 
@@ -50,6 +51,26 @@ class _LeaderCollector(Collector):
             "fleetmedic_leader_epoch",
             "The lease epoch this process leads (0 while it does not)",
             value=epoch or 0,
+        )
+
+
+class GroupCommitCollector(Collector):
+    """fleetmedic_ingest_group_{transactions,batches}_total: what the group writer stored."""
+
+    def __init__(self, writer: GroupWriter) -> None:
+        self.writer = writer
+
+    def collect(self) -> Iterator[CounterMetricFamily]:
+        """Its transactions and the batches in them (their ratio: the mean group size)."""
+        yield CounterMetricFamily(
+            "fleetmedic_ingest_group_transactions",
+            "Transactions of the ingest's group commit (each stores one or more agent batches)",
+            value=self.writer.transactions,
+        )
+        yield CounterMetricFamily(
+            "fleetmedic_ingest_group_batches",
+            "Agent batches stored by the ingest's group commit",
+            value=self.writer.batches,
         )
 
 

@@ -192,3 +192,16 @@ def test_a_node_bound_batch_naming_another_nodes_gpu_is_stored_alone_without_tha
     assert owners["GPU-new"] == "n4" and owners["GPU-n1-0"] == "n1"
     latest = samples.store().latest(session)
     assert latest["GPU-n1-0"]["util_gpu"] == 50.0  # the thief's sample was not stored
+
+
+def test_a_queued_batch_cannot_be_cancelled_so_the_writer_always_answers_it(
+    engine: Engine, session_factory: sessionmaker[Session], session: Session
+) -> None:
+    writer = _writer(engine, session_factory)
+    future = writer.submit(take_in(_body("n1", "gone"), max_items=50_000), received_ts=NOW)
+    assert not future.cancel()  # as asyncio.wrap_future tries when the request is cancelled
+    assert future.result(timeout=30).samples == 8
+    later = writer.submit(take_in(_body("n2", "later"), max_items=50_000), received_ts=NOW)
+    assert later.result(timeout=30).samples == 8  # the writer thread lives on
+    writer.stop()
+    assert queries.count_rows(session, table="ingest_batches") == 2

@@ -224,6 +224,9 @@ def test_a_sample_only_batch_is_group_committed_and_answered_as_if_alone(
     assert other.status_code == 409
     writer = client.app.state.group_writer  # type: ignore[attr-defined]
     assert writer.batches == 1  # the first went through the group writer
+    metrics = client.get("/metrics").text
+    assert "fleetmedic_ingest_group_batches_total 1.0" in metrics
+    assert "fleetmedic_ingest_group_transactions_total 1.0" in metrics
     assert count(session, "samples") == 4 and count(session, "ingest_batches") == 1
 
 
