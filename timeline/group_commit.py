@@ -186,8 +186,9 @@ class GroupWriter(DaemonLoop):
             for p in together:
                 seen[p.batch.node] = max(seen.get(p.batch.node, 0.0), p.received_ts)
             service.touch_nodes(session, seen=seen)
-        self.transactions += 1
-        self.batches += len(together)
+        if together:  # a group of replays alone stored nothing
+            self.transactions += 1
+            self.batches += len(together)
         kept = {id(p) for p in together}
         return together, [p for p in group if id(p) not in kept]
 
