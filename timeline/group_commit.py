@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import logging
 import queue
+import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
@@ -193,21 +194,15 @@ class GroupWriter(DaemonLoop):
         return together, [p for p in group if id(p) not in kept]
 
     def _alone(self, p: Pending) -> None:
-        """Store one batch as the ungrouped ingest does (owners checked for a bound token)."""
+        """Store one batch as the ungrouped ingest does, and answer its request."""
         try:
-            with self.lock.hold(), unit_of_work(self.factory) as session:
-                if p.may_write_node is not None:
-                    owners.refuse_foreign_gpus(
-                        session, intake=p.intake, may_write_node=p.may_write_node
-                    )
-                result = service.append_batch(
-                    session,
-                    batch=p.batch,
-                    received_ts=p.received_ts,
-                    digest=p.intake.digest,
-                    rejected=p.intake.rejected,
-                    samples=p.samples,
-                )
+            result = store_alone(
+                self.factory,
+                self.lock,
+                intake=p.intake,
+                received_ts=p.received_ts,
+                may_write_node=p.may_write_node,
+            )
         except Exception as exc:  # the request that sent it answers it
             p.future.set_exception(exc)
             return
@@ -221,6 +216,31 @@ class GroupWriter(DaemonLoop):
                 self._alone(self._queue.get_nowait())
             except queue.Empty:
                 return
+
+
+def store_alone(
+    factory: sessionmaker[Session],
+    lock: WriteLock,
+    *,
+    intake: Intake,
+    received_ts: float | None = None,
+    may_write_node: Callable[[str], bool] | None = None,
+    max_items: int = 0,
+) -> AppendResult:
+    """Store one taken-in batch in its own transaction (received now, unless `received_ts`);
+    a node-bound token's (`may_write_node`) items naming another node's GPU are refused."""
+    with lock.hold(), unit_of_work(factory) as session:
+        if may_write_node is not None:
+            owners.refuse_foreign_gpus(session, intake=intake, may_write_node=may_write_node)
+        return service.append_batch(
+            session,
+            batch=intake.batch,
+            received_ts=time.time() if received_ts is None else received_ts,
+            max_items=max_items,
+            digest=intake.digest,
+            rejected=intake.rejected,
+            samples=intake.samples,
+        )
 
 
 def _foreign(session: Session, group: Sequence[Pending]) -> list[Pending]:
@@ -239,4 +259,4 @@ def _foreign(session: Session, group: Sequence[Pending]) -> list[Pending]:
     return out
 
 
-__all__ = ["GROUP_MAX_SAMPLES", "MAX_GROUP", "GroupWriter", "Pending", "groupable"]
+__all__ = ["GROUP_MAX_SAMPLES", "MAX_GROUP", "GroupWriter", "Pending", "groupable", "store_alone"]

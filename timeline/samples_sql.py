@@ -210,13 +210,19 @@ class SqlSampleStore:
         return out
 
     def _plan(
-        self, session: Session, since: float, until: float, inclusive: bool, bucket_s: int = 0
+        self,
+        session: Session,
+        since: float,
+        until: float,
+        inclusive: bool,
+        bucket_s: int = 0,
+        after_s: float | None = None,
     ) -> Plan:
         return plan(
             session,
             since=since,
             until=until,
-            after_s=self.rollup_after_s,
+            after_s=self.rollup_after_s if after_s is None else after_s,
             hourly_after_s=self.hourly_after_s,
             inclusive=inclusive,
             bucket_s=bucket_s,
@@ -234,14 +240,8 @@ class SqlSampleStore:
         """Per GPU: times, count and min/max/non-null count of each field in [since, until]."""
         if not uuids:
             return {}
-        p = plan(
-            session,
-            since=since,
-            until=until,
-            after_s=min(self.rollup_after_s, WINDOW_ROLLUP_AFTER_S),
-            hourly_after_s=self.hourly_after_s,
-            inclusive=True,
-        )
+        after_s = min(self.rollup_after_s, WINDOW_ROLLUP_AFTER_S)
+        p = self._plan(session, since, until, True, after_s=after_s)
         return samples_read.window_stats(session, p, uuids, fields)
 
     def last_above(

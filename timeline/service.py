@@ -89,6 +89,13 @@ def append_batch(
     )
 
 
+# The one ingest_batches row a batch claims (BatchClaim's fields, in order), before VALUES.
+_CLAIM = (
+    "INSERT INTO ingest_batches (batch_id, agent, node, received_ts, samples, events, digest) "
+    "VALUES"
+)
+
+
 def _claim(session: Session, *, batch: Batch, samples: int, digest: str | None, now: float) -> bool:
     """Claim the batch_id: True when new; False for a replay; BatchConflict when the id holds
     other content (a NULL digest, from before revision 0004, matches anything).
@@ -99,8 +106,7 @@ def _claim(session: Session, *, batch: Batch, samples: int, digest: str | None, 
     cur = driver_connection(session).cursor()
     try:
         cur.execute(
-            "INSERT INTO ingest_batches (batch_id, agent, node, received_ts, samples, events, "
-            f"digest) VALUES ({marks(session, 7)}) ON CONFLICT (batch_id) DO NOTHING",
+            f"{_CLAIM} ({marks(session, 7)}) ON CONFLICT (batch_id) DO NOTHING",
             (batch.batch_id, batch.agent, batch.node, now, samples, len(batch.events), digest),
         )
         # The unique key decides, not a prior lookup: concurrent replays cannot both win.
@@ -119,26 +125,6 @@ def _claim(session: Session, *, batch: Batch, samples: int, digest: str | None, 
     return False
 
 
-def claim_batches(session: Session, *, claims: Sequence[BatchClaim]) -> set[str]:
-    """Claim several batch ids in one statement; returns those claimed (new). The ids must be
-    distinct; one already stored is not claimed (the caller stores it alone, which tells a
-    replay from a conflict)."""
-    if not claims:
-        return set()
-    row = f"({marks(session, 7)})"
-    cur = driver_connection(session).cursor()
-    try:
-        cur.execute(
-            "INSERT INTO ingest_batches (batch_id, agent, node, received_ts, samples, events, "
-            f"digest) VALUES {', '.join([row] * len(claims))} "
-            "ON CONFLICT (batch_id) DO NOTHING RETURNING batch_id",
-            [v for c in claims for v in c],
-        )
-        return {r[0] for r in cur.fetchall()}
-    finally:
-        cur.close()
-
-
 class BatchClaim(NamedTuple):
     """One row of ingest_batches, as claim_batches writes it."""
 
@@ -149,6 +135,25 @@ class BatchClaim(NamedTuple):
     samples: int
     events: int
     digest: str | None
+
+
+def claim_batches(session: Session, *, claims: Sequence[BatchClaim]) -> set[str]:
+    """Claim several batch ids in one statement; returns those claimed (new). The ids must be
+    distinct; one already stored is not claimed (the caller stores it alone, which tells a
+    replay from a conflict)."""
+    if not claims:
+        return set()
+    row = f"({marks(session, 7)})"
+    cur = driver_connection(session).cursor()
+    try:
+        cur.execute(
+            f"{_CLAIM} {', '.join([row] * len(claims))} "
+            "ON CONFLICT (batch_id) DO NOTHING RETURNING batch_id",
+            [v for c in claims for v in c],
+        )
+        return {r[0] for r in cur.fetchall()}
+    finally:
+        cur.close()
 
 
 REJECTION_NOTE_EVERY_S = 300.0  # one `agent` event per node per this long, however many batches

@@ -17,11 +17,9 @@ from fastapi import APIRouter, Depends, HTTPException, Request
 from fastapi.concurrency import run_in_threadpool
 from starlette.requests import ClientDisconnect
 
-from timeline import owners, service
 from timeline.bounds import TimeWindow
-from timeline.db import unit_of_work
 from timeline.errors import BatchConflict
-from timeline.group_commit import groupable
+from timeline.group_commit import groupable, store_alone
 from timeline.intake import take_in
 from timeline.models import AppendResult
 from web.auth import Principal, require_agent
@@ -74,15 +72,14 @@ async def ingest(request: Request, principal: Principal = Depends(require_agent)
     window = TimeWindow.around_now(
         max_age_s=settings.ingest_max_age_s, max_ahead_s=settings.ingest_max_ahead_s
     )
-    factory = request.app.state.session_factory
-    lock = request.app.state.write_lock
-    writer = request.app.state.group_writer
+    state = request.app.state
+    writer = state.group_writer
+    # A node-bound token's GPUs' owners are checked in the batch's transaction (timeline.owners).
     bound = principal.may_write_node if principal.node_glob is not None else None
 
     # One hand-off to the thread pool per request: the check and the store as two cost a
     # second one per batch, a share of an agent's small batch (measured with bench ingest).
-    # A sample-only batch is queued for the group writer instead (timeline.group_commit),
-    # which checks a node-bound token's GPUs' owners as the path below does.
+    # A sample-only batch is queued for the group writer instead (timeline.group_commit).
     def work() -> tuple[str, AppendResult | Future[AppendResult]]:
         intake = take_in(
             body,
@@ -94,20 +91,13 @@ async def ingest(request: Request, principal: Principal = Depends(require_agent)
         if writer is not None and groupable(intake):
             future = writer.submit(intake, received_ts=time.time(), may_write_node=bound)
             return intake.batch.node, future
-        with lock.hold(), unit_of_work(factory) as session:
-            if principal.node_glob is not None:
-                owners.refuse_foreign_gpus(
-                    session, intake=intake, may_write_node=principal.may_write_node
-                )
-            return intake.batch.node, service.append_batch(
-                session,
-                batch=intake.batch,
-                received_ts=time.time(),
-                max_items=settings.max_batch_items,
-                digest=intake.digest,
-                rejected=intake.rejected,
-                samples=intake.samples,
-            )
+        return intake.batch.node, store_alone(
+            state.session_factory,
+            state.write_lock,
+            intake=intake,
+            may_write_node=bound,
+            max_items=settings.max_batch_items,
+        )
 
     try:
         node, out = await run_in_threadpool(work)
