@@ -107,10 +107,9 @@ class VmSampleStore:
         if wanted is not None and not wanted:
             return {}
         names = FIELDS if fields is None else [f for f in FIELDS if f in fields]
-        sel = self._sel(names, wanted) + f"[{round(self.latest_lookback_s * 1000)}ms]"
-        now = time.time()
-        stamps = self._by_gpu_field(f"tlast_over_time({sel})", at=now, uuids=wanted)
-        values = self._by_gpu_field(f"last_over_time({sel})", at=now, uuids=wanted)
+        window, now = f"[{round(self.latest_lookback_s * 1000)}ms]", time.time()
+        stamps = self._rollup("tlast", names, wanted, window=window, at=now)
+        values = self._rollup("last", names, wanted, window=window, at=now)
         out: dict[str, dict] = {}
         for (gpu, _), t in stamps.items():
             row = out.setdefault(gpu, {"gpu_uuid": gpu, "ts": t} | _EMPTY)
@@ -143,12 +142,11 @@ class VmSampleStore:
         if until - since <= self.export_window_s:
             got = self._exported_stats(wanted, since, until, fields)
         else:
-            w = _window(since, until)
-            cols, every = self._sel(fields, wanted) + w, self._sel((ROW, *fields), wanted) + w
+            w, every = _window(since, until), (ROW, *fields)
             got = {
-                fn: self._by_gpu_field(f"{fn}_over_time({sel})", at=until, uuids=wanted)
-                for fn, sel in [
-                    ("min", cols), ("max", cols), ("count", every), ("tfirst", every),
+                fn: self._rollup(fn, names, wanted, window=w, at=until)
+                for fn, names in [
+                    ("min", fields), ("max", fields), ("count", every), ("tfirst", every),
                     ("tlast", every),
                 ]
             }  # fmt: skip
@@ -289,6 +287,21 @@ class VmSampleStore:
             f",gpu=~{quote_regex(uuids)}" if uuids is not None and len(uuids) <= FILTER_MAX else ""
         )
         return f'{{__name__=~"{PREFIX}({names})"{gpu}}}'
+
+    def _rollup(
+        self, fn: str, fields: Iterable[str], uuids: set[str] | None, *, window: str, at: float
+    ) -> dict[tuple[str, str], float]:
+        """(gpu, field) -> `fn`_over_time of each field's series over `window` at `at`.
+
+        One query per field: VictoriaMetrics refuses (422) a query that selects more series
+        than -search.maxUniqueTimeseries (300k by default), and 100k GPUs with ten fields in
+        one selector are a million; split, a query selects at most one series per GPU.
+        """
+        out: dict[tuple[str, str], float] = {}
+        for field in fields:
+            sel = self._sel((field,), uuids) + window
+            out.update(self._by_gpu_field(f"{fn}_over_time({sel})", at=at, uuids=uuids))
+        return out
 
     def _by_gpu(self, expr: str, *, at: float, uuids: set[str] | None) -> dict[str, float]:
         return {g: v for (g, _), v in self._by_gpu_field(expr, at=at, uuids=uuids).items()}

@@ -131,7 +131,9 @@ def prometheus(workdir: Path, *, target: str, interval_s: float = 1.0) -> Iterat
 
 
 @contextmanager
-def victoriametrics(workdir: Path, *, port: int | None = None) -> Iterator[str]:
+def victoriametrics(
+    workdir: Path, *, port: int | None = None, flags: tuple[str, ...] = ()
+) -> Iterator[str]:
     """A real single-node VictoriaMetrics with its storage in `workdir`; yields its base URL.
 
     Queries see samples as soon as they are flushed (no latency offset, no result cache: the
@@ -148,6 +150,7 @@ def victoriametrics(workdir: Path, *, port: int | None = None) -> Iterator[str]:
         "-search.disableCache",
         "-dedup.minScrapeInterval=1ms",
         "-retentionPeriod=100y",
+        *flags,
     ]
     url = f"http://127.0.0.1:{port}"
     with _process(cmd, f"{url}/health", workdir):

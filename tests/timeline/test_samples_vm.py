@@ -5,17 +5,20 @@ from __future__ import annotations
 
 import dataclasses
 import time
+from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from sqlalchemy.orm import Session, sessionmaker
 
+from tests.helpers.services import victoriametrics
 from timeline import fleet, history, queries, samples, service
 from timeline.db import unit_of_work
 from timeline.models import GpuInfo, Sample, SampleRow
 from timeline.samples_sql import SqlSampleStore
 from timeline.samples_vm import VmSampleStore
-from timeline.vm_client import quote, selector
+from timeline.vm_client import VmClient, quote, selector
 
 pytestmark = pytest.mark.integration
 
@@ -169,3 +172,23 @@ def test_label_values_are_quoted_so_a_hostile_one_selects_only_itself(
     among = selector("fleetmedic_gpu_util_gpu", among={"gpu": ["GPU-c.*|x"]})
     got = vm_store.vm.query(f"last_over_time({among}[1h])", at=T0 + 60)
     assert [r["metric"]["gpu"] for r in got] == ["GPU-c.*|x"]  # not a regex of its own
+
+
+def test_fleet_wide_reads_select_at_most_one_series_per_gpu_per_query(
+    session_factory: sessionmaker[Session], tmp_path: Path
+) -> None:
+    # VictoriaMetrics refuses a query selecting more series than -search.maxUniqueTimeseries
+    # (300k by default; 100k GPUs with ten fields are a million). Capped at the GPU count here,
+    # every fleet-wide read still answers as the SQL store does.
+    flags = (f"-search.maxUniqueTimeseries={len(NODES)}",)
+    with victoriametrics(tmp_path, flags=flags) as url, httpx.Client(timeout=30) as client:
+        vm = VmSampleStore(VmClient(url, client=client, flush_writes=True), export_window_s=0.0)
+        _load(session_factory, vm)
+        sql, uuids = SqlSampleStore(), sorted(NODES)
+        with session_factory() as s:
+            _close(vm.latest(s), sql.latest(s))
+            args = {"uuids": uuids, "since": T0 + 0.25, "until": T0 + 1790.25}
+            _close(
+                vm.window_stats(s, **args, fields=FIELDS),
+                sql.window_stats(s, **args, fields=FIELDS),
+            )
