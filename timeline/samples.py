@@ -62,6 +62,21 @@ class SampleStore(Protocol):
         GPUs or all."""
         ...
 
+    def newest(
+        self,
+        session: Session,
+        *,
+        uuids: Sequence[str],
+        since: float,
+        until: float,
+        fields: Sequence[str],
+    ) -> dict[str, dict[str, Any]]:
+        """GPU uuid -> `ts` and `fields` of its newest sample in [since, until], for the GPUs
+        with one: a cheap look at the fleet's now, not a window read. The SQL store answers
+        from each GPU's newest row, which may be newer than `until` (its `ts` says so);
+        VictoriaMetrics answers each field's newest value in the window."""
+        ...
+
     def window_stats(
         self,
         session: Session,

@@ -209,6 +209,20 @@ class SqlSampleStore:
             out[uuid] = d
         return out
 
+    def newest(
+        self,
+        session: Session,
+        *,
+        uuids: Sequence[str],
+        since: float,
+        until: float,
+        fields: Sequence[str],
+    ) -> dict[str, dict[str, Any]]:
+        """GPU uuid -> its newest row from gpu_latest where that row is not older than `since`
+        (it may be newer than `until`: gpu_latest keeps only the newest)."""
+        got = self.latest(session, uuids=uuids, fields=fields) if uuids else {}
+        return {u: row for u, row in got.items() if row["ts"] >= since}
+
     def _plan(
         self,
         session: Session,

@@ -120,6 +120,30 @@ class VmSampleStore:
                 row[field] = _typed(field, value)
         return out
 
+    def newest(
+        self,
+        session: Session,
+        *,
+        uuids: Sequence[str],
+        since: float,
+        until: float,
+        fields: Sequence[str],
+    ) -> dict[str, dict[str, Any]]:
+        """GPU uuid -> its newest row's time and each field's newest value in [since, until]."""
+        wanted = set(uuids)
+        if not wanted or since > until:
+            return {}
+        w = _window(since, until)
+        stamps = self._rollup("tlast", (ROW,), wanted, window=w, at=until)
+        values = self._rollup("last", fields, wanted, window=w, at=until)
+        out = {
+            g: {"gpu_uuid": g, "ts": ts} | dict.fromkeys(fields) for (g, _), ts in stamps.items()
+        }
+        for (gpu, field), value in values.items():
+            if gpu in out:
+                out[gpu][field] = _typed(field, value)
+        return out
+
     def window_stats(
         self,
         session: Session,

@@ -10,7 +10,10 @@ from sqlalchemy.orm import Session, sessionmaker
 from correlator import service as incidents
 from correlator.hang import Profile, Window, model_power_limit
 from tests.correlator.correlator_fleet import H100, Fleet, gpu_uuid, load_trace
+from timeline import samples
 from timeline.models import Event, EventKind, Sample
+from timeline.samples_sql import SqlSampleStore
+from timeline.settings import Settings
 
 TRACE = load_trace("trace_spin_vs_compute.jsonl")
 NODES = ["gpu-node-00", "gpu-node-01"]
@@ -39,9 +42,11 @@ def _play(rows: list[dict], steady: list[dict], start: float, seconds: float) ->
     return out
 
 
-def _feed(fleet: Fleet, played: list[tuple], since: float, until: float) -> None:
+def _feed(
+    fleet: Fleet, played: list[tuple], since: float, until: float, nodes: list[str] = NODES
+) -> None:
     """Every GPU of the job reports the played rows with ts in [since, until)."""
-    for node in NODES:
+    for node in nodes:
         batch = [
             Sample(
                 ts=ts,
@@ -60,8 +65,8 @@ def _feed(fleet: Fleet, played: list[tuple], since: float, until: float) -> None
             fleet.samples(node, batch)
 
 
-def _fleet(session_factory: sessionmaker[Session]) -> Fleet:
-    fleet = Fleet(session_factory)
+def _fleet(session_factory: sessionmaker[Session], **settings: Any) -> Fleet:
+    fleet = Fleet(session_factory, Settings(database_url="sqlite://", **settings))
     fleet.nodes(NODES, gpus=4)
     fleet.job("hang-1", NODES, start=T0 - 3600.0, gpus=GPUS, user="frank")
     return fleet
@@ -185,3 +190,64 @@ def test_a_learned_power_profile_is_written_only_when_it_changes(session: Sessio
     incidents.save_power_profiles(session, profiles=wider, stored=stored, now=300.0)
     got = incidents.power_profiles(session, gpu_uuids=["GPU-a"])["GPU-a"]
     assert (got["max_w"], got["idle_w"], got["updated_ts"]) == (650.0, 70.0, 300.0)
+
+
+class _WindowSpy(SqlSampleStore):
+    """The SQL store, noting which GPUs each short (hang-sized) window read asked for."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.reads: list[set[str]] = []
+
+    def window_stats(self, session: Session, **kw: Any) -> Any:
+        if kw["until"] - kw["since"] <= 45.0:
+            self.reads.append(set(kw["uuids"]))
+        return super().window_stats(session, **kw)
+
+
+def test_only_jobs_with_a_gpu_that_may_spin_have_their_windows_read(
+    session_factory: sessionmaker[Session],
+) -> None:
+    # Profiles learn on the first pass only here, so every later window read is a hang check's.
+    fleet = _fleet(session_factory, hang_profile_interval_s=1e9)
+    others = ["gpu-node-02", "gpu-node-03"]
+    fleet.nodes(others, gpus=4)
+    fleet.job("busy-2", others, start=T0 - 3600.0, gpus=GPUS, user="grace")
+    played, spin_start, first_spin = _timeline()
+    computing = _play(IDLE, IDLE_STEADY, T0, 20.0) + _play(COMPUTE, COMPUTE_STEADY, T0 + 20, 400.0)
+    spy = _WindowSpy()
+    old = samples.use(spy)
+    try:
+        flagged, now = [], T0 + 10.0
+        while now <= spin_start + 120.0:
+            _feed(fleet, played, now - 10.0 if now > T0 + 10.0 else T0 - 1.0, now)
+            _feed(fleet, computing, now - 10.0 if now > T0 + 10.0 else T0 - 1.0, now, others)
+            flagged.append((now, fleet.correlate(now=now).hangs_flagged))
+            now += 10.0
+    finally:
+        samples.use(old)
+    assert next(t for t, n in flagged if n) - first_spin <= 60.0
+    hang_gpus = {gpu_uuid(n, g) for n in NODES for g in GPUS}
+    learn, *checks = spy.reads
+    assert learn == hang_gpus | {gpu_uuid(n, g) for n in others for g in GPUS}
+    assert checks and all(read == hang_gpus for read in checks)  # never busy-2's computing GPUs
+    with session_factory() as s:
+        assert [i.job_id for i in incidents.list_incidents(s)] == ["hang-1"]
+
+
+def test_every_held_gpus_power_profile_learns_each_profile_interval(
+    session_factory: sessionmaker[Session],
+) -> None:
+    fleet = _fleet(session_factory)  # hang_profile_interval_s 60 s
+    played = _play(IDLE, IDLE_STEADY, T0, 20.0) + _play(COMPUTE, COMPUTE_STEADY, T0 + 20, 120.0)
+    uuid = gpu_uuid(NODES[0], 0)
+    peaks, fed = [], T0 - 1.0
+    for now in (T0 + 10.0, T0 + 50.0, T0 + 80.0):
+        _feed(fleet, played, fed, now)
+        fed = now
+        fleet.correlate(now=now)
+        with session_factory() as s:
+            peaks.append(incidents.power_profiles(s, gpu_uuids=[uuid])[uuid]["max_w"])
+    # Computing at ~620 W, the GPU is no spin candidate: its profile grows at the next profile
+    # pass (60 s after the first), from every sample since, not at the 10 s hang checks.
+    assert peaks[0] < 200.0 and peaks[1] == peaks[0] and peaks[2] > 600.0

@@ -109,6 +109,10 @@ def test_vm_store_answers_every_read_like_the_sql_store(
         _close(vm.latest(s), sql.latest(s))
         _close(vm.latest(s, uuids=["GPU-b", "GPU-x"]), sql.latest(s, uuids=["GPU-b", "GPU-x"]))
         assert vm.latest(s, uuids=[]) == {}
+        for since in (end - 30.0, end - 5.0, end + 1.0):  # the fleet's now, as the hang check asks
+            args = {"uuids": [*uuids, "GPU-x"], "since": since, "until": end, "fields": FIELDS}
+            _close(vm.newest(s, **args), sql.newest(s, **args))
+        assert vm.newest(s, uuids=[], since=end - 30.0, until=end, fields=FIELDS) == {}
         for since, until, export_s in WINDOWS:
             vm.export_window_s = export_s  # raw samples aggregated here, or MetricsQL rollups
             for fields in (FIELDS, ["util_gpu"]):
