@@ -125,8 +125,19 @@ def _queries(
     factory = db.make_sessionmaker(engine)
     try:
         with factory() as s:
+            # A hang check's reads (every 10 s): the spin candidates, then their jobs' windows;
+            # and apart, the profile pass's read of every held GPU (each 60 s).
+            held, _ = hang_detector._job_gpus(s, now)
             t0 = time.perf_counter()
-            hang_detector._windows(s, set(uuids), now - settings.hang_min_duration_s, now)
+            jobs, _ = hang_detector.check_windows(s, held, settings=settings, now=now)
+            t1 = time.perf_counter()
+            hang_detector._windows(s, set(uuids), now - settings.hang_profile_interval_s, now)
+            learn_ms = (time.perf_counter() - t1) * 1000
+            print(
+                f"bench scale: hang check read {len(jobs)} of {len(held)} jobs' windows; "
+                f"the profile pass's read of every GPU took {learn_ms:.0f} ms",
+                file=sys.stderr,
+            )
             t1 = time.perf_counter()
             since = now - settings.idle_min_duration_s - 2 * settings.idle_interval_s - 60.0
             idle_detector._window_stats(s, uuids, since, now, settings.idle_util_threshold)

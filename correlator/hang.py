@@ -25,7 +25,7 @@ from timeline.models import EventKind
 from timeline.settings import Settings
 
 LEARNED = "hang_profiles_learned_ts"  # correlator state: when every held GPU's profile last grew
-LEARN_MAX_S = 300.0  # a profile pass reads at most this far back (raw samples, not rollups)
+LEARN_MAX_S = 540.0  # a profile pass reads at most this far back (raw samples, not rollups)
 
 # Board power limits by model name (NVIDIA datasheets), most specific first.
 _MODEL_LIMITS_W = (
@@ -176,33 +176,33 @@ def _learn(session: Session, uuids: set[str], *, settings: Settings, now: float)
     service.set_state(session, name=LEARNED, value=now, now=now)
 
 
-def _spin_candidates(
+def _newest_verdicts(
     session: Session, uuids: set[str], *, settings: Settings, now: float
-) -> set[str]:
-    """GPUs whose newest sample could close a spin window: fresh, busy, at or under the spin
-    ceiling of their stored profile (or without one).
+) -> tuple[set[str], set[str]]:
+    """(GPUs that may be spinning, GPUs that cannot be) judged by their newest sample in the
+    hang window alone: it must be fresh, busy and at or under the spin ceiling of the GPU's
+    stored profile (a GPU without one may be spinning).
 
-    A superset of the GPUs the window check flags: each sample of a spin window is busy and
-    under the ceiling, the newest too, and widening a profile by the window only lowers its
-    ceiling. Reading the newest sample of 100k GPUs costs a fraction of reading their windows
-    (bench scale: the window read of every held GPU took 8.5 s of each 10 s pass).
+    A spin window's samples are all busy and under the ceiling, the newest too, and widening a
+    profile by the window only lowers its ceiling: so a GPU that cannot be spinning by its
+    newest sample is not spinning by its window. Reading the newest samples of 100k GPUs costs
+    a fraction of reading their windows (bench scale, VictoriaMetrics: 8.5 s a pass).
     """
-    gap = settings.hang_max_sample_gap_s
+    need, gap = settings.hang_min_duration_s, settings.hang_max_sample_gap_s
     fields = ["util_gpu", "power_w"]
     rows = samples.store().newest(
-        session, uuids=sorted(uuids), since=now - gap, until=now, fields=fields
+        session, uuids=sorted(uuids), since=now - need, until=now, fields=fields
     )
-    later = {u for u, r in rows.items() if r["ts"] > now}  # the store knows only a newer row
+    maybe = {u for u, r in rows.items() if r["ts"] > now}  # the store knows only a newer row
     busy = {
         u: r["power_w"]
         for u, r in rows.items()
-        if u not in later
+        if now - gap <= r["ts"] <= now
         and r["util_gpu"] is not None
         and r["util_gpu"] >= settings.hang_util_min
         and r["power_w"] is not None
     }
     stored = service.power_profiles(session, gpu_uuids=busy)
-    out = set(later)
     for uuid, power in busy.items():
         p = stored.get(uuid, {})
         ceiling = Profile(p.get("idle_w"), p.get("max_w"), p.get("limit_w")).spin_ceiling(
@@ -210,20 +210,30 @@ def _spin_candidates(
             default_limit_w=settings.hang_default_power_limit_w,
         )
         if ceiling is None or power <= ceiling:
-            out.add(uuid)
-    return out
+            maybe.add(uuid)
+    return maybe, set(rows) - maybe
+
+
+def check_windows(
+    session: Session, gpus: dict[str, set[str]], *, settings: Settings, now: float
+) -> tuple[dict[str, set[str]], dict[str, Window]]:
+    """What one hang check reads: the jobs (of `gpus`, job id -> GPU uuids) that may be hung,
+    every GPU with telemetry possibly spinning, and the windows of those jobs' GPUs."""
+    uuids = set().union(*gpus.values()) if gpus else set()
+    maybe, cannot = (
+        _newest_verdicts(session, uuids, settings=settings, now=now) if uuids else (set(), set())
+    )
+    gpus = {job_id: held for job_id, held in gpus.items() if held & maybe and not held & cannot}
+    need = settings.hang_min_duration_s
+    return gpus, _windows(session, set().union(*gpus.values()) if gpus else set(), now - need, now)
 
 
 def detect(session: Session, *, book: IncidentBook, settings: Settings, now: float) -> int:
     """Open or refresh "collective hang suspected" incidents; resolve those that cleared."""
     gpus, jobs = _job_gpus(session, now)
     need, gap = settings.hang_min_duration_s, settings.hang_max_sample_gap_s
-    uuids = set().union(*gpus.values()) if gpus else set()
-    _learn(session, uuids, settings=settings, now=now)
-    # Only the jobs with a GPU that may be spinning have their windows read.
-    maybe = _spin_candidates(session, uuids, settings=settings, now=now) if uuids else set()
-    gpus = {job_id: held for job_id, held in gpus.items() if held & maybe}
-    windows = _windows(session, set().union(*gpus.values()) if gpus else set(), now - need, now)
+    _learn(session, set().union(*gpus.values()) if gpus else set(), settings=settings, now=now)
+    gpus, windows = check_windows(session, gpus, settings=settings, now=now)
     profiles = _profiles(session, windows, now=now)
     hanging: dict[str, tuple[float, float, int]] = {}
     for job_id, held in gpus.items():

@@ -30,6 +30,9 @@ BOOL_FIELDS = frozenset(f for f in FIELDS if isinstance(tables.samples.c[f].type
 # Above this many GPUs a query reads the whole fleet and filters here: a regex of 100k uuids
 # would pass VictoriaMetrics' query length limit (16 KiB by default).
 FILTER_MAX = 100
+# Up to this many GPUs, a read asks in filtered chunks of FILTER_MAX: the hang check's few
+# suspect jobs (a few hundred GPUs) then cost a few small queries, not the fleet's export.
+CHUNKED_MAX = 2_000
 
 
 def _window(since: float, until: float) -> str:
@@ -200,8 +203,14 @@ class VmSampleStore:
         got: dict[str, dict[tuple[str, str], float]] = {
             k: {} for k in ("min", "max", "count", "tfirst", "tlast")
         }
-        match = self._sel((ROW, *fields), uuids)
-        for line in self.vm.export(match, start=lo / 1000 - 1, end=hi / 1000 + 1):
+        exported = (
+            line
+            for group in _groups(uuids)
+            for line in self.vm.export(
+                self._sel((ROW, *fields), group), start=lo / 1000 - 1, end=hi / 1000 + 1
+            )
+        )
+        for line in exported:
             labels = line["metric"]
             gpu = labels.get("gpu")
             if gpu not in uuids:
@@ -323,8 +332,9 @@ class VmSampleStore:
         """
         out: dict[tuple[str, str], float] = {}
         for field in fields:
-            sel = self._sel((field,), uuids) + window
-            out.update(self._by_gpu_field(f"{fn}_over_time({sel})", at=at, uuids=uuids))
+            for group in [None] if uuids is None else _groups(uuids):
+                sel = self._sel((field,), group) + window
+                out.update(self._by_gpu_field(f"{fn}_over_time({sel})", at=at, uuids=group))
         return out
 
     def _by_gpu(self, expr: str, *, at: float, uuids: set[str] | None) -> dict[str, float]:
@@ -368,6 +378,14 @@ class VmSampleStore:
             for r in self.vm.query(expr(_window(lo, hi - 0.001)), at=hi - 0.001):
                 out[(r["metric"].get(label, ""), float(start))] = float(r["value"][1])
         return [(k, t, v) for (k, t), v in out.items() if math.isfinite(v)]
+
+
+def _groups(uuids: set[str]) -> list[set[str]]:
+    """The GPUs in filtered chunks where they are few enough, else all at once (read whole)."""
+    if len(uuids) <= FILTER_MAX or len(uuids) > CHUNKED_MAX:
+        return [uuids]
+    ordered = sorted(uuids)
+    return [set(ordered[i : i + FILTER_MAX]) for i in range(0, len(ordered), FILTER_MAX)]
 
 
 _EMPTY: dict[str, Any] = dict.fromkeys((*FIELDS, "extra"))

@@ -192,7 +192,7 @@ class Settings(BaseSettings):
     hang_power_fraction: float = 0.25  # spin: power below idle + this share of (limit - idle)
     hang_default_power_limit_w: float = 700.0  # when neither the GPU nor its model name tells
     hang_max_sample_gap_s: float = 30.0  # a longer gap in telemetry breaks a spin streak
-    hang_profile_interval_s: float = 60.0  # every held GPU's power profile learns this often
+    hang_profile_interval_s: float = 300.0  # every held GPU's power profile learns this often
     idle_interval_s: float = 60.0
     idle_min_duration_s: float = 1800.0  # allocated and idle this long: an idle finding
     idle_cost_per_gpu_hour: float = 2.0  # dollars, for the waste estimate

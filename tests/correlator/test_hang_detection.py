@@ -210,9 +210,11 @@ def test_only_jobs_with_a_gpu_that_may_spin_have_their_windows_read(
 ) -> None:
     # Profiles learn on the first pass only here, so every later window read is a hang check's.
     fleet = _fleet(session_factory, hang_profile_interval_s=1e9)
-    others = ["gpu-node-02", "gpu-node-03"]
-    fleet.nodes(others, gpus=4)
+    others, mixed = ["gpu-node-02", "gpu-node-03"], ["gpu-node-04", "gpu-node-05"]
+    fleet.nodes(others + mixed, gpus=4)
     fleet.job("busy-2", others, start=T0 - 3600.0, gpus=GPUS, user="grace")
+    # Half its GPUs spin, half compute: not hung, and its windows need no read either.
+    fleet.job("mixed-3", mixed, start=T0 - 3600.0, gpus=GPUS, user="heidi")
     played, spin_start, first_spin = _timeline()
     computing = _play(IDLE, IDLE_STEADY, T0, 20.0) + _play(COMPUTE, COMPUTE_STEADY, T0 + 20, 400.0)
     spy = _WindowSpy()
@@ -220,8 +222,9 @@ def test_only_jobs_with_a_gpu_that_may_spin_have_their_windows_read(
     try:
         flagged, now = [], T0 + 10.0
         while now <= spin_start + 120.0:
-            _feed(fleet, played, now - 10.0 if now > T0 + 10.0 else T0 - 1.0, now)
-            _feed(fleet, computing, now - 10.0 if now > T0 + 10.0 else T0 - 1.0, now, others)
+            since = now - 10.0 if now > T0 + 10.0 else T0 - 1.0
+            _feed(fleet, computing, since, now, [*others, mixed[1]])
+            _feed(fleet, played, since, now, [*NODES, mixed[0]])
             flagged.append((now, fleet.correlate(now=now).hangs_flagged))
             now += 10.0
     finally:
@@ -229,8 +232,8 @@ def test_only_jobs_with_a_gpu_that_may_spin_have_their_windows_read(
     assert next(t for t, n in flagged if n) - first_spin <= 60.0
     hang_gpus = {gpu_uuid(n, g) for n in NODES for g in GPUS}
     learn, *checks = spy.reads
-    assert learn == hang_gpus | {gpu_uuid(n, g) for n in others for g in GPUS}
-    assert checks and all(read == hang_gpus for read in checks)  # never busy-2's computing GPUs
+    assert learn == {gpu_uuid(n, g) for n in NODES + others + mixed for g in GPUS}
+    assert checks and all(read == hang_gpus for read in checks)  # neither busy-2 nor mixed-3
     with session_factory() as s:
         assert [i.job_id for i in incidents.list_incidents(s)] == ["hang-1"]
 
@@ -238,7 +241,7 @@ def test_only_jobs_with_a_gpu_that_may_spin_have_their_windows_read(
 def test_every_held_gpus_power_profile_learns_each_profile_interval(
     session_factory: sessionmaker[Session],
 ) -> None:
-    fleet = _fleet(session_factory)  # hang_profile_interval_s 60 s
+    fleet = _fleet(session_factory, hang_profile_interval_s=60.0)
     played = _play(IDLE, IDLE_STEADY, T0, 20.0) + _play(COMPUTE, COMPUTE_STEADY, T0 + 20, 120.0)
     uuid = gpu_uuid(NODES[0], 0)
     peaks, fed = [], T0 - 1.0

@@ -13,7 +13,7 @@ import pytest
 from sqlalchemy.orm import Session, sessionmaker
 
 from tests.helpers.services import victoriametrics
-from timeline import fleet, history, queries, samples, service
+from timeline import fleet, history, queries, samples, samples_vm, service
 from timeline.db import unit_of_work
 from timeline.models import GpuInfo, Sample, SampleRow
 from timeline.samples_sql import SqlSampleStore
@@ -196,3 +196,23 @@ def test_fleet_wide_reads_select_at_most_one_series_per_gpu_per_query(
                 vm.window_stats(s, **args, fields=FIELDS),
                 sql.window_stats(s, **args, fields=FIELDS),
             )
+
+
+def test_reads_of_some_gpus_ask_in_filtered_chunks(
+    session_factory: sessionmaker[Session], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # One GPU a chunk, and a VictoriaMetrics that answers at most one series a query or export:
+    # every read of a few GPUs (the hang check's suspects) must be asked chunk by chunk.
+    monkeypatch.setattr(samples_vm, "FILTER_MAX", 1)
+    flags = ("-search.maxUniqueTimeseries=1", "-search.maxExportSeries=1")
+    with victoriametrics(tmp_path, flags=flags) as url, httpx.Client(timeout=30) as client:
+        vm = VmSampleStore(VmClient(url, client=client, flush_writes=True))
+        _load(session_factory, vm)
+        sql, uuids, end = SqlSampleStore(), sorted(NODES), T0 + 179 * STEP + 0.25
+        with session_factory() as s:
+            args: dict[str, Any] = {"uuids": uuids, "since": end - 30.0, "until": end}
+            _close(vm.newest(s, **args, fields=FIELDS), sql.newest(s, **args, fields=FIELDS))
+            for export_s in (900.0, 0.0):
+                vm.export_window_s = export_s
+                args = {"uuids": uuids, "since": T0 + 0.25, "until": end, "fields": FIELDS}
+                _close(vm.window_stats(s, **args), sql.window_stats(s, **args))
