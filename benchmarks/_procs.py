@@ -6,8 +6,10 @@ import contextlib
 import os
 import socket
 import subprocess
+import tempfile
 import time
 from collections.abc import Iterator
+from typing import IO
 
 import httpx
 import psutil
@@ -25,12 +27,19 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def _wait(url: str, proc: subprocess.Popen[bytes], what: str, ready_s: float) -> None:
+def _tail(log: IO[bytes], limit: int = 2000) -> str:
+    log.seek(0, os.SEEK_END)
+    log.seek(max(log.tell() - limit, 0))
+    return log.read().decode(errors="replace")
+
+
+def _wait(
+    url: str, proc: subprocess.Popen[bytes], log: IO[bytes], what: str, ready_s: float
+) -> None:
     deadline = time.monotonic() + ready_s
     while time.monotonic() < deadline:
         if proc.poll() is not None:
-            err = proc.stderr.read().decode()[-2000:] if proc.stderr else ""
-            raise RuntimeError(f"{what} exited: {err}")
+            raise RuntimeError(f"{what} exited: {_tail(log)}")
         with contextlib.suppress(httpx.HTTPError):
             if httpx.get(url, timeout=1).status_code == 200:
                 return
@@ -40,19 +49,33 @@ def _wait(url: str, proc: subprocess.Popen[bytes], what: str, ready_s: float) ->
 
 @contextlib.contextmanager
 def process(
-    cmd: list[str], ready: str, what: str, env: dict[str, str] | None = None, ready_s: float = 90
+    cmd: list[str],
+    ready: str,
+    what: str,
+    env: dict[str, str] | None = None,
+    ready_s: float = 90,
+    log_path: str | None = None,
 ) -> Iterator[subprocess.Popen[bytes]]:
-    """Run `cmd` until the block ends, once `ready` answers 200 (its stderr kept for errors)."""
-    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    try:
-        _wait(ready, proc, what, ready_s)
-        yield proc
-    finally:
-        proc.terminate()
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            proc.wait(30)
-        if proc.poll() is None:
-            proc.kill()
+    """Run `cmd` until the block ends, once `ready` answers 200 (its stderr kept for errors,
+    and in `log_path` when given)."""
+    # stderr goes to a file, not a pipe: a pipe nobody reads during the run fills at 64 KiB
+    # and then every log line blocks the process (a 100k-GPU server's warnings stalled it).
+    opened = open(log_path, "w+b") if log_path else tempfile.TemporaryFile()  # noqa: SIM115
+    with opened as log:
+        proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=log)
+        try:
+            _wait(ready, proc, log, what, ready_s)
+            yield proc
+        finally:
+            _stop(proc)
+
+
+def _stop(proc: subprocess.Popen[bytes]) -> None:
+    proc.terminate()
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        proc.wait(30)
+    if proc.poll() is None:
+        proc.kill()
 
 
 def rss_mb(pid: int) -> float:

@@ -18,6 +18,7 @@ import sqlite3
 import sys
 import tempfile
 import time
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -106,6 +107,16 @@ def _index_note(index: int | None, samples: int) -> str:
     return f"; of the disk bytes per sample, {per:.1f} are VictoriaMetrics' series index (indexdb)"
 
 
+def _say_warnings(log: Path) -> None:
+    """How many warnings the server logged during the run, and the commonest (stderr)."""
+    lines = [x for x in log.read_text(errors="replace").splitlines() if "WARNING" in x]
+    common = Counter(x.split("WARNING", 1)[1][:120].strip() for x in lines).most_common(3)
+    print(
+        f"bench scale: the server logged {len(lines)} warnings; commonest: {common}",
+        file=sys.stderr,
+    )
+
+
 def _setup(fleet: ScaleFleet, base: str) -> None:
     """GPU identities, jobs and allocations, before the timed load."""
     headers = {"Authorization": f"Bearer {TOKEN}", "Content-Type": "application/json"}
@@ -142,8 +153,13 @@ def _queries(
             since = now - settings.idle_min_duration_s - 2 * settings.idle_interval_s - 60.0
             idle_detector._window_stats(s, uuids, since, now, settings.idle_util_threshold)
             t2 = time.perf_counter()
-        with db.unit_of_work(factory) as s:  # make the hang and idle checks due in this pass
-            for name in (flows.LAST_HANG, flows.LAST_IDLE, flows.LAST_RESOLVE):
+        with db.unit_of_work(factory) as s:  # the hang, profile and idle passes all due now
+            for name in (
+                flows.LAST_HANG,
+                flows.LAST_IDLE,
+                flows.LAST_RESOLVE,
+                hang_detector.LEARNED,
+            ):
                 correlator_service.set_state(s, name=name, value=0.0, now=now)
         t3 = time.perf_counter()
         flows.correlate_once(factory, settings=settings, now=now)
@@ -232,7 +248,8 @@ def run(argv: list[str]) -> dict[str, object]:
         cmd = [sys.executable, "-m", "web.cli", "serve", "--port", str(port)]
         cmd += ["--workers", str(args.workers)]
         base = f"http://127.0.0.1:{port}"
-        with process(cmd, f"{base}/healthz", "server", env) as server:
+        log = str(Path(tmp) / "server.log")
+        with process(cmd, f"{base}/healthz", "server", env, log_path=log) as server:
             _setup(fleet, base)
             disk_start, rss_start = _disk_bytes(settings, vm_dir), rss_mb(server.pid)
             index_start = _dir_bytes(vm_dir / "indexdb") if vm_dir is not None else 0
@@ -245,6 +262,7 @@ def run(argv: list[str]) -> dict[str, object]:
         disk = _disk_bytes(settings, vm_dir) - disk_start
         index = _dir_bytes(vm_dir / "indexdb") - index_start if vm_dir is not None else None
         timings, dash = _queries(settings, [g.uuid for g in fleet.sim.gpus], load.last_ts)
+        _say_warnings(Path(log))
     lags = sorted(load.lags) or [float("nan")]
     out: dict[str, object] = {
         "gpus": len(fleet.sim.gpus),
