@@ -142,7 +142,8 @@ def _queries(
             t0 = time.perf_counter()
             jobs, _ = hang_detector.check_windows(s, held, settings=settings, now=now)
             t1 = time.perf_counter()
-            hang_detector._windows(s, set(uuids), now - settings.hang_profile_interval_s, now)
+            span = settings.hang_profile_interval_s
+            hang_detector._windows(s, set(uuids), now - span, now, util=False)
             learn_ms = (time.perf_counter() - t1) * 1000
             print(
                 f"bench scale: hang check read {len(jobs)} of {len(held)} jobs' windows; "

@@ -122,21 +122,25 @@ def _profiles(session: Session, windows: dict[str, Window], *, now: float) -> di
     return out
 
 
-def _windows(session: Session, uuids: set[str], since: float, until: float) -> dict[str, Window]:
-    """Per GPU: first/last sample time, lowest utilization, lowest/highest power in the window."""
+def _windows(
+    session: Session, uuids: set[str], since: float, until: float, *, util: bool = True
+) -> dict[str, Window]:
+    """Per GPU: first/last sample time, lowest utilization (None when not read), lowest and
+    highest power in the window."""
     if not uuids:
         return {}
+    fields = ["util_gpu", "power_w"] if util else ["power_w"]
     stats = samples.store().window_stats(
-        session, uuids=sorted(uuids), since=since, until=until, fields=["util_gpu", "power_w"]
+        session, uuids=sorted(uuids), since=since, until=until, fields=fields
     )
     out = {}
     for uuid, w in stats.items():
-        util, power = w.fields["util_gpu"], w.fields["power_w"]
-        full_util, full_power = util.count == w.count, power.count == w.count
+        busy, power = w.fields.get("util_gpu"), w.fields["power_w"]
+        full_power = power.count == w.count
         out[uuid] = Window(
             w.first_ts,
             w.last_ts,
-            util.min if full_util else None,
+            busy.min if busy is not None and busy.count == w.count else None,
             power.min,
             power.max if full_power else None,
         )
@@ -172,7 +176,7 @@ def _learn(session: Session, uuids: set[str], *, settings: Settings, now: float)
         return
     span = settings.hang_min_duration_s if since_last is None or since_last < 0 else since_last
     span = min(max(span, settings.hang_min_duration_s), LEARN_MAX_S)
-    _profiles(session, _windows(session, uuids, now - span, now), now=now)
+    _profiles(session, _windows(session, uuids, now - span, now, util=False), now=now)
     service.set_state(session, name=LEARNED, value=now, now=now)
 
 

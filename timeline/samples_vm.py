@@ -77,7 +77,7 @@ class VmSampleStore:
         client: VmClient,
         *,
         latest_lookback_s: float = 3600.0,
-        export_window_s: float = 900.0,
+        export_window_s: float = 120.0,
     ) -> None:
         self.vm = client
         self.latest_lookback_s = latest_lookback_s
@@ -158,10 +158,12 @@ class VmSampleStore:
     ) -> dict[str, WindowStats]:
         """Per GPU with rows in [since, until]: times, count and min/max of `fields`.
 
-        A short window (the hang detector's) reads the raw samples in one export and
+        A short window (the hang detector's 45 s) reads the raw samples in one export and
         aggregates here: at 10k GPUs that took 0.95 s where five rollup queries, whose
-        answers are as large, took 3.0 s (bench scale, same load). A long one (the idle
-        detector's) is left to MetricsQL's rollups.
+        answers are as large, took 3.0 s (bench scale, same load). A longer one (the power
+        profiles' 300 s, the idle detector's 33 minutes) is left to MetricsQL's rollups,
+        whose answers do not grow with the window: exported, 300 s of 100k GPUs are millions
+        of points to parse here (the server's memory grew past 3 GB doing so).
         """
         wanted = set(uuids)
         if not wanted:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import signal
 import socket
@@ -186,6 +187,21 @@ def test_the_runtime_runs_its_jobs_only_while_leading_and_again_in_a_new_term(
     runtime.start_leading(2)
     assert _wait(lambda: len(runs) >= stopped + 2)
     runtime.stop_leading()
+
+
+def test_a_job_slower_than_its_interval_is_skipped_without_a_warning_each_time(
+    session_factory: Factory, caplog: pytest.LogCaptureFixture
+) -> None:
+    runtime = ServerRuntime(session_factory)
+    runs: list[float] = []
+    runtime.add("slow", lambda: (runs.append(time.monotonic()), time.sleep(0.5)), 0.05)
+    with caplog.at_level(logging.WARNING):
+        runtime.start_leading(1)
+        try:
+            assert _wait(lambda: len(runs) >= 2)  # ten intervals per run: most are skipped
+        finally:
+            runtime.stop_leading()
+    assert not [r for r in caplog.records if r.name.startswith("apscheduler")], caplog.text
 
 
 def test_the_runtime_fence_refuses_a_write_once_another_replica_leads(
