@@ -224,13 +224,11 @@ def check_windows(
     """What one hang check reads: the jobs (of `gpus`, job id -> GPU uuids) that may be hung,
     every GPU with telemetry possibly spinning, and the windows of those jobs' GPUs."""
     uuids = set().union(*gpus.values()) if gpus else set()
-    need = settings.hang_min_duration_s
-    if not samples.store().cheap_newest:  # every window, read at once, costs less there
-        return gpus, _windows(session, uuids, now - need, now)
     maybe, cannot = (
         _newest_verdicts(session, uuids, settings=settings, now=now) if uuids else (set(), set())
     )
     gpus = {job_id: held for job_id, held in gpus.items() if held & maybe and not held & cannot}
+    need = settings.hang_min_duration_s
     return gpus, _windows(session, set().union(*gpus.values()) if gpus else set(), now - need, now)
 
 
@@ -238,8 +236,7 @@ def detect(session: Session, *, book: IncidentBook, settings: Settings, now: flo
     """Open or refresh "collective hang suspected" incidents; resolve those that cleared."""
     gpus, jobs = _job_gpus(session, now)
     need, gap = settings.hang_min_duration_s, settings.hang_max_sample_gap_s
-    if samples.store().cheap_newest:  # else every pass reads, and learns from, every window
-        _learn(session, set().union(*gpus.values()) if gpus else set(), settings=settings, now=now)
+    _learn(session, set().union(*gpus.values()) if gpus else set(), settings=settings, now=now)
     gpus, windows = check_windows(session, gpus, settings=settings, now=now)
     profiles = _profiles(session, windows, now=now)
     hanging: dict[str, tuple[float, float, int]] = {}

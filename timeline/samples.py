@@ -41,11 +41,6 @@ class WindowStats:
 class SampleStore(Protocol):
     """Where GPU samples are written and read. Windows are [since, until] unless said."""
 
-    # Whether `newest` over the whole fleet costs much less than a short window read of it:
-    # so on SQL (one gpu_latest row per GPU), not on VictoriaMetrics (bench scale, 100k GPUs:
-    # 4.5 s for newest against 7.9 s for a 45 s window, and slower than that under load).
-    cheap_newest: bool
-
     def append(self, session: Session, *, node: str, samples: Sequence[SampleRow]) -> int:
         """Store samples (validated light rows) taken on `node`; returns how many were stored."""
         ...

@@ -164,8 +164,6 @@ class SqlSampleStore:
     `hourly_after_s`, the 1-hour ones) plus raw rows past the rollup's watermark.
     """
 
-    cheap_newest = True  # gpu_latest: one row per GPU
-
     def __init__(
         self, *, rollup_after_s: float = 3600.0, hourly_after_s: float = 7 * 86400.0
     ) -> None:

@@ -72,8 +72,6 @@ def _lines(node: str, samples: Sequence[SampleRow]) -> list[dict[str, Any]]:
 class VmSampleStore:
     """A SampleStore in VictoriaMetrics; the SQL session callers pass is not used."""
 
-    cheap_newest = False  # one rollup per field over every GPU's series (see SampleStore)
-
     def __init__(
         self,
         client: VmClient,
