@@ -137,7 +137,7 @@ def _queries(
     try:
         with factory() as s:
             # A hang check's reads (every 10 s): the spin candidates, then their jobs' windows;
-            # and apart, the profile pass's read of every held GPU (each 60 s).
+            # and apart, the profile pass's read of every held GPU (each 300 s by default).
             held, _ = hang_detector._job_gpus(s, now)
             t0 = time.perf_counter()
             jobs, _ = hang_detector.check_windows(s, held, settings=settings, now=now)

@@ -25,7 +25,7 @@ from timeline.models import EventKind
 from timeline.settings import Settings
 
 LEARNED = "hang_profiles_learned_ts"  # correlator state: when every held GPU's profile last grew
-LEARN_MAX_S = 540.0  # a profile pass reads at most this far back (raw samples, not rollups)
+LEARN_MAX_S = 540.0  # a profile pass reads at most this far back (SQL: raw rows, under 600 s)
 
 # Board power limits by model name (NVIDIA datasheets), most specific first.
 _MODEL_LIMITS_W = (
@@ -167,6 +167,13 @@ def _corroboration(session: Session, job_id: str, start: float, end: float) -> l
     return found
 
 
+def _ceiling(profile: Profile, settings: Settings) -> float | None:
+    """The spin ceiling of a profile under the settings' fraction and default power limit."""
+    return profile.spin_ceiling(
+        fraction=settings.hang_power_fraction, default_limit_w=settings.hang_default_power_limit_w
+    )
+
+
 def _learn(session: Session, uuids: set[str], *, settings: Settings, now: float) -> None:
     """Every hang_profile_interval_s, widen every held GPU's power profile by its samples
     since the last time (at most LEARN_MAX_S back)."""
@@ -174,8 +181,8 @@ def _learn(session: Session, uuids: set[str], *, settings: Settings, now: float)
     since_last = None if last is None else now - float(last)
     if since_last is not None and 0.0 <= since_last < settings.hang_profile_interval_s:
         return
-    span = settings.hang_min_duration_s if since_last is None or since_last < 0 else since_last
-    span = min(max(span, settings.hang_min_duration_s), LEARN_MAX_S)
+    # First pass, or a clock that went back: the hang window only.
+    span = min(max(since_last or 0.0, settings.hang_min_duration_s), LEARN_MAX_S)
     _profiles(session, _windows(session, uuids, now - span, now, util=False), now=now)
     service.set_state(session, name=LEARNED, value=now, now=now)
 
@@ -209,10 +216,7 @@ def _newest_verdicts(
     stored = service.power_profiles(session, gpu_uuids=busy)
     for uuid, power in busy.items():
         p = stored.get(uuid, {})
-        ceiling = Profile(p.get("idle_w"), p.get("max_w"), p.get("limit_w")).spin_ceiling(
-            fraction=settings.hang_power_fraction,
-            default_limit_w=settings.hang_default_power_limit_w,
-        )
+        ceiling = _ceiling(Profile(p.get("idle_w"), p.get("max_w"), p.get("limit_w")), settings)
         if ceiling is None or power <= ceiling:
             maybe.add(uuid)
     return maybe, set(rows) - maybe
@@ -223,20 +227,19 @@ def check_windows(
 ) -> tuple[dict[str, set[str]], dict[str, Window]]:
     """What one hang check reads: the jobs (of `gpus`, job id -> GPU uuids) that may be hung,
     every GPU with telemetry possibly spinning, and the windows of those jobs' GPUs."""
-    uuids = set().union(*gpus.values()) if gpus else set()
-    maybe, cannot = (
-        _newest_verdicts(session, uuids, settings=settings, now=now) if uuids else (set(), set())
+    maybe, cannot = _newest_verdicts(
+        session, set().union(*gpus.values()), settings=settings, now=now
     )
     gpus = {job_id: held for job_id, held in gpus.items() if held & maybe and not held & cannot}
     need = settings.hang_min_duration_s
-    return gpus, _windows(session, set().union(*gpus.values()) if gpus else set(), now - need, now)
+    return gpus, _windows(session, set().union(*gpus.values()), now - need, now)
 
 
 def detect(session: Session, *, book: IncidentBook, settings: Settings, now: float) -> int:
     """Open or refresh "collective hang suspected" incidents; resolve those that cleared."""
     gpus, jobs = _job_gpus(session, now)
     need, gap = settings.hang_min_duration_s, settings.hang_max_sample_gap_s
-    _learn(session, set().union(*gpus.values()) if gpus else set(), settings=settings, now=now)
+    _learn(session, set().union(*gpus.values()), settings=settings, now=now)
     gpus, windows = check_windows(session, gpus, settings=settings, now=now)
     profiles = _profiles(session, windows, now=now)
     hanging: dict[str, tuple[float, float, int]] = {}
@@ -244,10 +247,7 @@ def detect(session: Session, *, book: IncidentBook, settings: Settings, now: flo
         seen = [u for u in held if u in windows]
         spinning = 0
         for uuid in seen:
-            ceiling = profiles[uuid].spin_ceiling(
-                fraction=settings.hang_power_fraction,
-                default_limit_w=settings.hang_default_power_limit_w,
-            )
+            ceiling = _ceiling(profiles[uuid], settings)
             spinning += ceiling is not None and windows[uuid].spinning(
                 ceiling=ceiling, util_min=settings.hang_util_min, now=now, need_s=need, gap_s=gap
             )
