@@ -103,7 +103,9 @@ def correlate_once(
         }
         due = {n: now - float(state.get(n) or 0.0) >= iv for n, iv in intervals.items()}
         if rows or any(due.values()) or cursor != before:
-            _work(session, rows, due=due, settings=settings, now=now, report=report)
+            last_idle = state.get(LAST_IDLE)
+            _work(session, rows, due=due, settings=settings, now=now, report=report,
+                  last_idle=None if last_idle is None else float(last_idle))  # fmt: skip
         for name, is_due in due.items():
             if is_due:
                 service.set_state(session, name=name, value=now, now=now)
@@ -123,6 +125,7 @@ def _work(
     settings: Settings,
     now: float,
     report: CorrelationReport,
+    last_idle: float | None = None,
 ) -> None:
     book = IncidentBook(
         service.open_incidents(session),
@@ -140,7 +143,9 @@ def _work(
     if due[LAST_HANG]:
         report.hangs_flagged = hang.detect(session, book=book, settings=settings, now=now)
     if due[LAST_IDLE]:
-        report.idle_opened, report.idle_resolved = idle.detect(session, settings=settings, now=now)
+        report.idle_opened, report.idle_resolved = idle.detect(
+            session, settings=settings, now=now, last_run=last_idle
+        )
     _save(session, book, now=time.time())
     report.incidents_opened = book.opened
     report.incidents_resolved = len(resolved) + len(book.superseded)

@@ -14,7 +14,9 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from tests.correlator import test_hang_detection as hang
 from tests.correlator import test_idle_findings as idle
+from tests.correlator import test_idle_tracker as tracker
 from tests.correlator import test_incidents_lifecycle as lifecycle
+from tests.correlator.test_idle_tracker import recorded  # noqa: F401  (a fixture)
 from timeline import queries
 from timeline.samples_vm import VmSampleStore
 
@@ -44,6 +46,15 @@ test_vm_idle_resolves_when_busy = (
     idle.test_finding_resolves_when_the_gpu_is_busy_again_and_keeps_its_waste
 )
 test_vm_idle_resolves_when_released = idle.test_finding_resolves_when_the_allocation_ends
+test_vm_idle_warm_passes = (
+    tracker.test_warm_idle_passes_read_the_last_minute_and_late_telemetry_and_open_what_cold_does
+)
+test_vm_idle_late_busy_sample = (
+    tracker.test_a_busy_sample_that_arrives_late_still_resolves_the_finding
+)
+test_vm_idle_peak = (
+    tracker.test_a_findings_peak_utilization_is_its_idle_spans_not_the_busy_work_before
+)
 test_vm_hang_flagged_within_60s = hang.test_real_spin_is_flagged_within_60s_and_real_compute_is_not
 test_vm_compute_never_flagged = hang.test_compute_alone_for_five_minutes_is_never_flagged
 test_vm_hang_resolves = hang.test_hang_resolves_when_the_gpus_compute_again
