@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from typing import Any
 
 from sqlalchemy import or_, text
@@ -140,12 +141,19 @@ def _work(
         resolved = resolve_cleared(
             session, book=book, running=events.running, settings=settings, now=now
         )
+    # Every read first, then every write: SQLite's write lock is the whole database, and a
+    # pass that held it through its telemetry reads starved ingest and the leader lease.
+    later: list[Callable[[], None]] = []
     if due[LAST_HANG]:
-        report.hangs_flagged = hang.detect(session, book=book, settings=settings, now=now)
+        report.hangs_flagged = hang.detect(
+            session, book=book, settings=settings, now=now, later=later
+        )
     if due[LAST_IDLE]:
         report.idle_opened, report.idle_resolved = idle.detect(
-            session, settings=settings, now=now, last_run=last_idle
+            session, settings=settings, now=now, last_run=last_idle, later=later
         )
+    for write in later:
+        write()
     _save(session, book, now=time.time())
     report.incidents_opened = book.opened
     report.incidents_resolved = len(resolved) + len(book.superseded)

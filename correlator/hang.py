@@ -9,7 +9,9 @@ relative to each GPU's own observed idle power and its power limit, not absolute
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
 
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
@@ -101,24 +103,48 @@ def _job_gpus(session: Session, now: float) -> tuple[dict[str, set[str]], dict[s
     return gpus, jobs
 
 
-def _profiles(session: Session, windows: dict[str, Window], *, now: float) -> dict[str, Profile]:
-    """Learned power profiles, widened by this window's min/max power, and persisted."""
-    stored = service.power_profiles(session, gpu_uuids=windows)
+@dataclass
+class PowerBook:
+    """Power profiles as stored, and as widened during one pass; written once, at its end, so
+    that a pass holds no write lock while it reads telemetry (SQLite's lock is the whole
+    database: held through a 100k-GPU read, it starved the leader lease until it lapsed)."""
+
+    stored: dict[str, dict[str, Any] | None] = field(default_factory=dict)
+    rows: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def read(self, session: Session, uuids: Iterable[str]) -> dict[str, dict[str, Any]]:
+        """uuid -> profile, as widened in this pass or else as stored."""
+        wanted = list(uuids)
+        missing = [u for u in wanted if u not in self.stored]
+        got = service.power_profiles(session, gpu_uuids=missing)
+        self.stored.update({u: got.get(u) for u in missing})
+        return {u: p for u in wanted if (p := self.rows.get(u) or self.stored[u]) is not None}
+
+    def save(self, session: Session, *, now: float) -> None:
+        """Write the profiles this pass widened."""
+        stored = {u: p for u, p in self.stored.items() if p is not None}
+        service.save_power_profiles(session, profiles=self.rows.values(), stored=stored, now=now)
+
+
+def _profiles(
+    session: Session, windows: dict[str, Window], *, power: PowerBook
+) -> dict[str, Profile]:
+    """Learned power profiles, widened by this window's min/max power (saved at the pass's end)."""
+    stored = power.read(session, windows)
     # A GPU's model (its power limit) is looked up only until its profile holds a limit.
     unnamed = [u for u in windows if not stored.get(u, {}).get("limit_w")]
     names: dict[str, str | None] = {}
     if unnamed:
         stmt = select(t.gpus.c.uuid, t.gpus.c.name).where(among(session, t.gpus.c.uuid, unnamed))
         names = {r[0]: r[1] for r in session.execute(stmt).all()}
-    out, rows = {}, []
+    out = {}
     for uuid, w in windows.items():
         old = stored.get(uuid, {})
         idle = min((v for v in (w.min_power, old.get("idle_w")) if v is not None), default=None)
         peak = max((v for v in (w.max_power, old.get("max_w")) if v is not None), default=None)
         limit = old.get("limit_w") or model_power_limit(names.get(uuid))
         out[uuid] = Profile(idle, peak, limit)
-        rows.append({"gpu_uuid": uuid, "idle_w": idle, "max_w": peak, "limit_w": limit})
-    service.save_power_profiles(session, profiles=rows, stored=stored, now=now)
+        power.rows[uuid] = {"gpu_uuid": uuid, "idle_w": idle, "max_w": peak, "limit_w": limit}
     return out
 
 
@@ -174,21 +200,23 @@ def _ceiling(profile: Profile, settings: Settings) -> float | None:
     )
 
 
-def _learn(session: Session, uuids: set[str], *, settings: Settings, now: float) -> None:
+def _learn(
+    session: Session, uuids: set[str], *, settings: Settings, now: float, power: PowerBook
+) -> bool:
     """Every hang_profile_interval_s, widen every held GPU's power profile by its samples
-    since the last time (at most LEARN_MAX_S back)."""
+    since the last time (at most LEARN_MAX_S back); whether it did."""
     last = service.get_state(session, name=LEARNED)
     since_last = None if last is None else now - float(last)
     if since_last is not None and 0.0 <= since_last < settings.hang_profile_interval_s:
-        return
+        return False
     # First pass, or a clock that went back: the hang window only.
     span = min(max(since_last or 0.0, settings.hang_min_duration_s), LEARN_MAX_S)
-    _profiles(session, _windows(session, uuids, now - span, now, util=False), now=now)
-    service.set_state(session, name=LEARNED, value=now, now=now)
+    _profiles(session, _windows(session, uuids, now - span, now, util=False), power=power)
+    return True
 
 
 def _newest_verdicts(
-    session: Session, uuids: set[str], *, settings: Settings, now: float
+    session: Session, uuids: set[str], *, settings: Settings, now: float, power: PowerBook
 ) -> tuple[set[str], set[str]]:
     """(GPUs that may be spinning, GPUs that cannot be) judged by their newest sample in the
     hang window alone: it must be fresh, busy and at or under the spin ceiling of the GPU's
@@ -213,35 +241,55 @@ def _newest_verdicts(
         and r["util_gpu"] >= settings.hang_util_min
         and r["power_w"] is not None
     }
-    stored = service.power_profiles(session, gpu_uuids=busy)
-    for uuid, power in busy.items():
+    stored = power.read(session, busy)
+    for uuid, watts in busy.items():
         p = stored.get(uuid, {})
         ceiling = _ceiling(Profile(p.get("idle_w"), p.get("max_w"), p.get("limit_w")), settings)
-        if ceiling is None or power <= ceiling:
+        if ceiling is None or watts <= ceiling:
             maybe.add(uuid)
     return maybe, set(rows) - maybe
 
 
 def check_windows(
-    session: Session, gpus: dict[str, set[str]], *, settings: Settings, now: float
+    session: Session,
+    gpus: dict[str, set[str]],
+    *,
+    settings: Settings,
+    now: float,
+    power: PowerBook | None = None,
 ) -> tuple[dict[str, set[str]], dict[str, Window]]:
     """What one hang check reads: the jobs (of `gpus`, job id -> GPU uuids) that may be hung,
     every GPU with telemetry possibly spinning, and the windows of those jobs' GPUs."""
     maybe, cannot = _newest_verdicts(
-        session, set().union(*gpus.values()), settings=settings, now=now
-    )
+        session, set().union(*gpus.values()), settings=settings, now=now,
+        power=PowerBook() if power is None else power,
+    )  # fmt: skip
     gpus = {job_id: held for job_id, held in gpus.items() if held & maybe and not held & cannot}
     need = settings.hang_min_duration_s
     return gpus, _windows(session, set().union(*gpus.values()), now - need, now)
 
 
-def detect(session: Session, *, book: IncidentBook, settings: Settings, now: float) -> int:
-    """Open or refresh "collective hang suspected" incidents; resolve those that cleared."""
+def detect(
+    session: Session,
+    *,
+    book: IncidentBook,
+    settings: Settings,
+    now: float,
+    later: list[Callable[[], None]] | None = None,
+) -> int:
+    """Open or refresh "collective hang suspected" incidents; resolve those that cleared.
+    Profile writes go into `later` (run by the caller once every read is done), else now."""
     gpus, jobs = _job_gpus(session, now)
     need, gap = settings.hang_min_duration_s, settings.hang_max_sample_gap_s
-    _learn(session, set().union(*gpus.values()), settings=settings, now=now)
-    gpus, windows = check_windows(session, gpus, settings=settings, now=now)
-    profiles = _profiles(session, windows, now=now)
+    power, writes = PowerBook(), [] if later is None else later
+    if _learn(session, set().union(*gpus.values()), settings=settings, now=now, power=power):
+        writes.append(lambda: service.set_state(session, name=LEARNED, value=now, now=now))
+    gpus, windows = check_windows(session, gpus, settings=settings, now=now, power=power)
+    profiles = _profiles(session, windows, power=power)
+    writes.append(lambda: power.save(session, now=now))
+    if later is None:
+        for write in writes:
+            write()
     hanging: dict[str, tuple[float, float, int]] = {}
     for job_id, held in gpus.items():
         seen = [u for u in held if u in windows]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -123,10 +124,17 @@ def _account(finding: IdleFinding, *, end: float, cost_per_hour: float) -> None:
 
 
 def detect(
-    session: Session, *, settings: Settings, now: float, last_run: float | None = None
+    session: Session,
+    *,
+    settings: Settings,
+    now: float,
+    last_run: float | None = None,
+    later: list[Callable[[], None]] | None = None,
 ) -> tuple[int, int]:
     """Open, extend and resolve idle findings; returns (opened, resolved). `last_run`: when the
-    previous pass ran (the stored state), so a warm tracker may read only what came since."""
+    previous pass ran (the stored state), so a warm tracker may read only what came since.
+    The findings' write goes into `later` (run by the caller once every read is done), else
+    it is made now."""
     threshold, price = settings.idle_util_threshold, settings.idle_cost_per_gpu_hour
     held = _allocated_gpus(session, now)
     since = now - settings.idle_min_duration_s - 2 * settings.idle_interval_s - 60.0
@@ -153,7 +161,14 @@ def detect(
         changed.append(f)
         resolved += 1
     new = _open(session, held, findings, stats, settings=settings, now=now)
-    service.save_idle_findings(session, findings=changed + new, now=now)
+
+    def write() -> None:
+        service.save_idle_findings(session, findings=changed + new, now=now)
+
+    if later is None:
+        write()
+    else:
+        later.append(write)
     return len(new), resolved
 
 
