@@ -26,6 +26,7 @@ CURSOR = "events_cursor"  # {"id": last event id read, "gaps": [[lo, hi, first_s
 LAST_HANG = "hang_last_run_ts"
 LAST_IDLE = "idle_last_run_ts"
 LAST_RESOLVE = "resolve_last_run_ts"
+TOOK = "checks_took_s"  # {LAST_HANG: seconds the last hang check took, LAST_IDLE: ...}
 _LOCK_KEY = 0x466C6D43  # "FlmC": one correlator at a time across PostgreSQL replicas
 _MAX_GAPS = 200
 # Classifying is pure; keeping the cache across passes makes floods of one line cheap for good.
@@ -87,7 +88,8 @@ def correlate_once(
         if not _lock(session):
             report.skipped = "another replica is correlating"
             return report
-        state = service.get_states(session, names=[CURSOR, LAST_RESOLVE, LAST_HANG, LAST_IDLE])
+        names = [CURSOR, LAST_RESOLVE, LAST_HANG, LAST_IDLE, TOOK]
+        state = service.get_states(session, names=names)
         cursor = state.get(CURSOR) or {"id": 0, "gaps": []}
         before = {"id": cursor["id"], "gaps": list(cursor.get("gaps", []))}
         rows = _read_events(
@@ -97,12 +99,7 @@ def correlate_once(
             now=now,
             settle_s=settings.correlator_settle_s,
         )
-        intervals = {
-            LAST_RESOLVE: settings.correlator_resolve_s,
-            LAST_HANG: settings.hang_interval_s,
-            LAST_IDLE: settings.idle_interval_s,
-        }
-        due = {n: now - float(state.get(n) or 0.0) >= iv for n, iv in intervals.items()}
+        due = _due(state, settings=settings, now=now)
         if rows or any(due.values()) or cursor != before:
             last_idle = state.get(LAST_IDLE)
             _work(session, rows, due=due, settings=settings, now=now, report=report,
@@ -110,12 +107,35 @@ def correlate_once(
         for name, is_due in due.items():
             if is_due:
                 service.set_state(session, name=name, value=now, now=now)
+        if report.checks_took_s:
+            took = dict(state.get(TOOK) or {}) | report.checks_took_s
+            service.set_state(session, name=TOOK, value=took, now=now)
         if cursor != before:  # an idle pass writes nothing
             service.set_state(session, name=CURSOR, value=cursor, now=now)
         report.cursor = int(cursor["id"])
     report.committed_ts = time.time()
     report.duration_s = report.committed_ts - started
     return report
+
+
+def _due(state: dict[str, Any], *, settings: Settings, now: float) -> dict[str, bool]:
+    """Which periodic checks are due. A telemetry check that took d seconds is next due no
+    sooner than d / correlator_max_share later: at a scale where its reads take seconds, it
+    yields the machine to ingest rather than run back to back (and it says so in the log)."""
+    intervals = {
+        LAST_RESOLVE: settings.correlator_resolve_s,
+        LAST_HANG: settings.hang_interval_s,
+        LAST_IDLE: settings.idle_interval_s,
+    }
+    took = state.get(TOOK) or {}
+    due = {}
+    for name, iv in intervals.items():
+        wait = max(iv, float(took.get(name, 0.0)) / settings.correlator_max_share)
+        due[name] = now - float(state.get(name) or 0.0) >= wait
+        if wait > iv and due[name]:
+            log.info("%s: due every %.0f s, not %.0f s, while its reads take %.1f s",
+                     name, wait, iv, float(took[name]))  # fmt: skip
+    return due
 
 
 def _work(
@@ -145,13 +165,17 @@ def _work(
     # pass that held it through its telemetry reads starved ingest and the leader lease.
     later: list[Callable[[], None]] = []
     if due[LAST_HANG]:
+        t0 = time.perf_counter()
         report.hangs_flagged = hang.detect(
             session, book=book, settings=settings, now=now, later=later
         )
+        report.checks_took_s[LAST_HANG] = round(time.perf_counter() - t0, 3)
     if due[LAST_IDLE]:
+        t0 = time.perf_counter()
         report.idle_opened, report.idle_resolved = idle.detect(
             session, settings=settings, now=now, last_run=last_idle, later=later
         )
+        report.checks_took_s[LAST_IDLE] = round(time.perf_counter() - t0, 3)
     for write in later:
         write()
     _save(session, book, now=time.time())

@@ -84,11 +84,36 @@ class IdleTracker:
         got.update(
             {u: st[:3] for u, st in _window_stats(session, new, since, now, threshold).items()}
         )
-        recent = _window_stats(session, old, max(since, self.until - LATE_S), now, threshold)
-        for u in old:
-            got[u] = _merge(self.seen[u], recent.get(u))
+        span = max(since, self.until - LATE_S)
+        got.update(self._warm(session, old, since=span, now=now, threshold=threshold))
         self.seen, self.key, self.until = got, key, now
         return {u: st for u, st in got.items() if st is not None}
+
+    def _warm(
+        self, session: Session, uuids: list[str], *, since: float, now: float, threshold: float
+    ) -> dict[str, Seen | None]:
+        """What GPUs already tracked showed since `since`: each one's newest row and newest
+        busy sample (four fleet-wide reads of one value per GPU on VictoriaMetrics, where the
+        window's statistics take eleven); a GPU's first sample, or a row newer than `now` (a
+        replay), reads that GPU's window."""
+        if not uuids:
+            return {}
+        store = samples.store()
+        rows = store.newest(session, uuids=uuids, since=since, until=now, fields=[])
+        exact = {u for u, r in rows.items() if r["ts"] > now or self.seen[u] is None}
+        busy = store.last_above(
+            session, uuids=uuids, field="util_gpu", threshold=threshold, since=since, until=now
+        )
+        recent = _window_stats(session, sorted(exact), since, now, threshold)
+        out = {}
+        for u in uuids:
+            before = self.seen[u]
+            if before is None or u in exact or u not in rows:
+                out[u] = _merge(before, recent.get(u))
+            else:
+                newest_busy = max(before[2] or 0.0, busy.get(u, 0.0)) or None
+                out[u] = (before[0], max(before[1], rows[u]["ts"]), newest_busy)
+        return out
 
 
 def _merge(before: Seen | None, recent: Any) -> Seen | None:

@@ -115,6 +115,7 @@ class CorrelationReport(BaseModel):
     idle_resolved: int = 0
     skipped: str | None = None  # why the pass did nothing (e.g. another replica holds the lock)
     duration_s: float = 0.0
+    checks_took_s: dict[str, float] = Field(default_factory=dict)  # hang / idle check: seconds
     # received_ts of each event that opened or changed an incident in this pass: latency probes.
     incident_event_received_ts: list[float] = Field(default_factory=list)
     committed_ts: float | None = None

@@ -173,6 +173,8 @@ class Settings(BaseSettings):
     correlator_enabled: bool = True  # the server turns events into incidents
     correlator_interval_s: float = 0.25  # how often the server runs correlate_once (~1 ms idle)
     correlator_max_events: int = 50_000  # events read per pass (bounded memory)
+    # A hang or idle check whose reads took d s is next due no sooner than d / this later.
+    correlator_max_share: float = Field(default=0.25, gt=0.0, le=1.0)
     correlator_failure_window_s: float = 300.0  # a failed job's root cause: events this long before
     correlator_failure_after_s: float = 60.0  # ...or this long after its end (late logs)
     correlator_nccl_lookback_s: float = 900.0  # NCCL watchdog waits 600 s before it times out

@@ -9,7 +9,7 @@ from sqlalchemy import text
 from sqlalchemy.orm import Session, sessionmaker
 
 from correlator import service
-from correlator.flows import CURSOR, correlate_once
+from correlator.flows import CURSOR, LAST_HANG, LAST_IDLE, TOOK, correlate_once
 from correlator.jobs import JOB_ID, run_correlator, schedule_correlator
 from tests.correlator.correlator_fleet import XID79, Fleet
 from timeline import db
@@ -137,3 +137,28 @@ def test_a_malformed_payload_neither_stops_the_pass_nor_hides_the_other_events(
     with session_factory() as s:
         (inc,) = service.list_incidents(s)
     assert inc.code == 79 and inc.job_ids() == {"j9"}
+
+
+def test_a_slow_telemetry_check_is_next_due_only_after_its_time_over_the_share(
+    session_factory: sessionmaker[Session],
+) -> None:
+    fleet = Fleet(session_factory)
+    fleet.nodes(["n1"])
+    first = fleet.correlate(now=1000.0)
+    assert set(first.checks_took_s) == {LAST_HANG, LAST_IDLE}
+    with db.unit_of_work(session_factory) as s:  # as if the hang check had taken 10 s
+        service.set_state(s, name=TOOK, value={LAST_HANG: 10.0, LAST_IDLE: 0.01}, now=1000.0)
+
+    def last_hang() -> float:
+        with session_factory() as s:
+            return float(service.get_state(s, name=LAST_HANG))
+
+    fleet.correlate(now=1020.0)  # past hang_interval_s (10 s), not past 10 s / 0.25
+    assert last_hang() == 1000.0
+    later = fleet.correlate(now=1041.0)
+    assert last_hang() == 1041.0 and LAST_HANG in later.checks_took_s
+    fleet.settings = fleet.settings.model_copy(update={"correlator_max_share": 1.0})
+    with db.unit_of_work(session_factory) as s:
+        service.set_state(s, name=TOOK, value={LAST_HANG: 10.0}, now=1041.0)
+    fleet.correlate(now=1052.0)  # a share of 1: due again after max(10 s, 10 s / 1)
+    assert last_hang() == 1052.0
