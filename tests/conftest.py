@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Iterator
+from pathlib import Path
 from typing import NoReturn
 
 import pytest
@@ -127,3 +128,14 @@ def session(session_factory: sessionmaker[Session]) -> Iterator[Session]:
     yield s
     s.rollback()
     s.close()
+
+
+@pytest.fixture
+def sqlite_factory(tmp_path: Path) -> Iterator[sessionmaker[Session]]:
+    """A fresh migrated SQLite store of the test's own, for tests that need SQLite itself
+    (its whole-database write lock; the live Slurm tests, run once, not per backend)."""
+    url = f"sqlite:///{tmp_path / 'own.db'}"
+    db.upgrade(url)
+    engine = db.make_engine(url)
+    yield db.make_sessionmaker(engine)
+    engine.dispose()

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -15,7 +14,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from correlator import service
 from tests.correlator.correlator_fleet import gpu_uuid
 from tests.correlator.test_idle_findings import T0, _fleet
-from timeline import db, samples
+from timeline import samples
 
 
 class _Probing:
@@ -46,15 +45,6 @@ class _Probing:
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.real, name)
-
-
-@pytest.fixture
-def sqlite_factory(tmp_path: Path) -> Iterator[sessionmaker[Session]]:
-    url = f"sqlite:///{tmp_path / 'locks.db'}"
-    db.upgrade(url)
-    engine = db.make_engine(url)
-    yield db.make_sessionmaker(engine)
-    engine.dispose()
 
 
 @pytest.fixture

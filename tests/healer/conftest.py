@@ -1,5 +1,6 @@
 """A real Slurm cluster with Slurm's default timing for the healer's live tests (one per test
-session; the collector's own cluster runs with shortened timing), and an SQLite store."""
+session; the collector's own cluster runs with shortened timing). `sqlite_factory` is the root
+conftest's."""
 
 from __future__ import annotations
 
@@ -7,11 +8,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from sqlalchemy.orm import Session, sessionmaker
 
 from benchmarks._slurm_stack import start_cluster, stop_cluster
 from tests.collector.slurm.live import cluster_or_skip
-from timeline import db
 
 
 @pytest.fixture(scope="session")
@@ -20,13 +19,3 @@ def healer_cluster() -> Iterator[tuple[Path, str]]:
     root, conf = cluster_or_skip(lambda: start_cluster("default"))
     yield root, conf
     stop_cluster(root)
-
-
-@pytest.fixture
-def sqlite_factory(tmp_path: Path) -> Iterator[sessionmaker[Session]]:
-    """A fresh migrated SQLite store (the live Slurm tests run once, not per backend)."""
-    url = f"sqlite:///{tmp_path / 'healer.db'}"
-    db.upgrade(url)
-    engine = db.make_engine(url)
-    yield db.make_sessionmaker(engine)
-    engine.dispose()
