@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 
 from sqlalchemy.orm import Session, sessionmaker
 
-from timeline import owners, service
+from timeline import claims, owners, service
 from timeline import samples as sample_store
 from timeline.daemon import DaemonLoop
 from timeline.db import WriteLock, unit_of_work
@@ -73,10 +73,10 @@ class Pending:
         """The batch's samples, as light rows."""
         return self.intake.samples
 
-    def claim(self) -> service.BatchClaim:
+    def claim(self) -> claims.BatchClaim:
         """Its ingest_batches row."""
         b = self.batch
-        return service.BatchClaim(
+        return claims.BatchClaim(
             b.batch_id, b.agent, b.node, self.received_ts, len(self.samples), 0, self.intake.digest
         )
 
@@ -175,14 +175,24 @@ class GroupWriter(DaemonLoop):
         firsts: dict[str, Pending] = {}
         for p in group:
             firsts.setdefault(p.batch.batch_id, p)
+        store = sample_store.store()
         with self.lock.hold(), unit_of_work(self.factory) as session:
             foreign = {id(p) for p in _foreign(session, list(firsts.values()))}
             clean = [p for p in firsts.values() if id(p) not in foreign]
-            claimed = service.claim_batches(session, claims=[p.claim() for p in clean])
+            if not store.in_transaction:
+                # Samples bound elsewhere (VictoriaMetrics) are written before the claim takes
+                # SQLite's write lock, not while the import runs under it: at 100k GPUs the
+                # imports held it for seconds and starved the leader lease. Only batches not
+                # stored yet; if a concurrent delivery of the same id claims it first, its
+                # samples were written twice, which VictoriaMetrics stores once (only an agent
+                # that reuses an id for other content could slip samples in through that race).
+                stored = claims.stored_ids(session, ids=[p.batch.batch_id for p in clean])
+                clean = [p for p in clean if p.batch.batch_id not in stored]
+                store.append_many(session, parts=[(p.batch.node, p.samples) for p in clean])
+            claimed = claims.claim_batches(session, claims=[p.claim() for p in clean])
             together = [p for p in clean if p.batch.batch_id in claimed]
-            sample_store.store().append_many(
-                session, parts=[(p.batch.node, p.samples) for p in together]
-            )
+            if store.in_transaction:
+                store.append_many(session, parts=[(p.batch.node, p.samples) for p in together])
             seen: dict[str, float] = {}
             for p in together:
                 seen[p.batch.node] = max(seen.get(p.batch.node, 0.0), p.received_ts)

@@ -41,6 +41,10 @@ class WindowStats:
 class SampleStore(Protocol):
     """Where GPU samples are written and read. Windows are [since, until] unless said."""
 
+    # Whether appends go into the caller's SQL transaction (True) or to a store of their own
+    # that dedups a replayed write (False): ingest then writes them before it takes a lock.
+    in_transaction: bool
+
     def append(self, session: Session, *, node: str, samples: Sequence[SampleRow]) -> int:
         """Store samples (validated light rows) taken on `node`; returns how many were stored."""
         ...

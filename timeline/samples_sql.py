@@ -164,6 +164,8 @@ class SqlSampleStore:
     `hourly_after_s`, the 1-hour ones) plus raw rows past the rollup's watermark.
     """
 
+    in_transaction = True  # samples are rows of the caller's transaction
+
     def __init__(
         self, *, rollup_after_s: float = 3600.0, hourly_after_s: float = 7 * 86400.0
     ) -> None:

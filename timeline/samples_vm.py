@@ -72,6 +72,8 @@ def _lines(node: str, samples: Sequence[SampleRow]) -> list[dict[str, Any]]:
 class VmSampleStore:
     """A SampleStore in VictoriaMetrics; the SQL session callers pass is not used."""
 
+    in_transaction = False  # VictoriaMetrics stores a replayed sample once (deduplication)
+
     def __init__(
         self,
         client: VmClient,

@@ -4,18 +4,18 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable, Sequence
-from typing import Any, NamedTuple, cast
+from typing import Any, cast
 
 from sqlalchemy import bindparam, func, select, update
 from sqlalchemy.engine import CursorResult
 from sqlalchemy.orm import Session
 
+from timeline import claims, samples_sql
 from timeline import samples as sample_store
-from timeline import samples_sql
 from timeline import tables as t
 from timeline.bounds import MESSAGE_MAX, clean_text
 from timeline.db import driver_connection, marks, upsert_insert
-from timeline.errors import BatchConflict, BatchTooLarge
+from timeline.errors import BatchTooLarge
 from timeline.models import (
     Allocation,
     AppendResult,
@@ -59,20 +59,19 @@ def append_batch(
     if max_items and size > max_items:
         raise BatchTooLarge(f"batch has {size} items; the limit is {max_items}")
     now = received_ts if received_ts is not None else time.time()
-    if not _claim(session, batch=batch, samples=len(samples), digest=digest, now=now):
+    store = sample_store.store()
+    stored = claims.stored_ids
+    if samples and not store.in_transaction and not stored(session, ids=[batch.batch_id]):
+        # Before the claim takes the write lock (SQLite's is the whole database), as the group
+        # writer does; a replay was read as stored above and is not written again.
+        store.append(session, node=batch.node, samples=samples)
+    if not claims.claim(session, batch=batch, samples=len(samples), digest=digest, now=now):
         return AppendResult(batch_id=batch.batch_id, duplicate=True, rejected=list(rejected))
-    upsert_gpus(session, gpus=batch.gpus, now=now)
-    upsert_nodes(session, nodes=batch.nodes, now=now)
-    stored_events = append_events(session, events=batch.events, batch_id=batch.batch_id, now=now)
-    upsert_jobs(session, jobs=batch.jobs, now=now)
-    upsert_allocations(session, allocations=batch.allocations)
-    patch_jobs(session, patches=batch.job_patches)
-    if rejected:
-        note = rejection_event(batch, rejected, now, size=size)
-        append_events(session, events=[note], now=now)
+    stored_events = _append_items(session, batch=batch, rejected=rejected, size=size, now=now)
     # Last: the rows every batch of a node rewrites (its GPUs' gpu_latest, its nodes row)
     # stay locked until the commit; written last, concurrent batches wait the least.
-    sample_store.store().append(session, node=batch.node, samples=samples)
+    if store.in_transaction:
+        store.append(session, node=batch.node, samples=samples)
     if samples or batch.gpus:  # an agent on that node; cluster sources send neither
         _touch_node(session, name=batch.node, now=now)
     return AppendResult(
@@ -89,71 +88,20 @@ def append_batch(
     )
 
 
-# The one ingest_batches row a batch claims (BatchClaim's fields, in order), before VALUES.
-_CLAIM = (
-    "INSERT INTO ingest_batches (batch_id, agent, node, received_ts, samples, events, digest) "
-    "VALUES"
-)
-
-
-def _claim(session: Session, *, batch: Batch, samples: int, digest: str | None, now: float) -> bool:
-    """Claim the batch_id: True when new; False for a replay; BatchConflict when the id holds
-    other content (a NULL digest, from before revision 0004, matches anything).
-
-    Through the driver, in the session's transaction: building this one-row statement with
-    Core cost half the small batch's transaction (profiled).
-    """
-    cur = driver_connection(session).cursor()
-    try:
-        cur.execute(
-            f"{_CLAIM} ({marks(session, 7)}) ON CONFLICT (batch_id) DO NOTHING",
-            (batch.batch_id, batch.agent, batch.node, now, samples, len(batch.events), digest),
-        )
-        # The unique key decides, not a prior lookup: concurrent replays cannot both win.
-        if cur.rowcount == 1:
-            return True
-        cur.execute(
-            f"SELECT digest FROM ingest_batches WHERE batch_id = {marks(session, 1)}",
-            (batch.batch_id,),
-        )
-        found = cur.fetchone()
-    finally:
-        cur.close()
-    stored = None if found is None else found[0]
-    if digest is not None and stored is not None and stored != digest:
-        raise BatchConflict(batch.batch_id)
-    return False
-
-
-class BatchClaim(NamedTuple):
-    """One row of ingest_batches, as claim_batches writes it."""
-
-    batch_id: str
-    agent: str
-    node: str
-    received_ts: float
-    samples: int
-    events: int
-    digest: str | None
-
-
-def claim_batches(session: Session, *, claims: Sequence[BatchClaim]) -> set[str]:
-    """Claim several batch ids in one statement; returns those claimed (new). The ids must be
-    distinct; one already stored is not claimed (the caller stores it alone, which tells a
-    replay from a conflict)."""
-    if not claims:
-        return set()
-    row = f"({marks(session, 7)})"
-    cur = driver_connection(session).cursor()
-    try:
-        cur.execute(
-            f"{_CLAIM} {', '.join([row] * len(claims))} "
-            "ON CONFLICT (batch_id) DO NOTHING RETURNING batch_id",
-            [v for c in claims for v in c],
-        )
-        return {r[0] for r in cur.fetchall()}
-    finally:
-        cur.close()
+def _append_items(
+    session: Session, *, batch: Batch, rejected: Sequence[RejectedItem], size: int, now: float
+) -> int:
+    """A claimed batch's items other than samples; returns the events stored."""
+    upsert_gpus(session, gpus=batch.gpus, now=now)
+    upsert_nodes(session, nodes=batch.nodes, now=now)
+    stored_events = append_events(session, events=batch.events, batch_id=batch.batch_id, now=now)
+    upsert_jobs(session, jobs=batch.jobs, now=now)
+    upsert_allocations(session, allocations=batch.allocations)
+    patch_jobs(session, patches=batch.job_patches)
+    if rejected:
+        note = rejection_event(batch, rejected, now, size=size)
+        append_events(session, events=[note], now=now)
+    return stored_events
 
 
 REJECTION_NOTE_EVERY_S = 300.0  # one `agent` event per node per this long, however many batches
