@@ -190,7 +190,7 @@ def _idle_reads(
         settings.idle_interval_s,
         settings.idle_util_threshold,
     )
-    window = settings.idle_min_duration_s + 2 * iv + 60.0  # as idle.detect reads
+    window = idle_detector.window_s(settings)
     before = time.perf_counter()
     tracker.stats(s, uuids, since=now - iv - window, now=now - iv, last_run=None, threshold=thr)
     t1 = time.perf_counter()

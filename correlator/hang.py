@@ -275,21 +275,18 @@ def detect(
     book: IncidentBook,
     settings: Settings,
     now: float,
-    later: list[Callable[[], None]] | None = None,
+    later: list[Callable[[], None]],
 ) -> int:
     """Open or refresh "collective hang suspected" incidents; resolve those that cleared.
-    Profile writes go into `later` (run by the caller once every read is done), else now."""
+    Profile writes go into `later`, which the caller runs once every read is done."""
     gpus, jobs = _job_gpus(session, now)
     need, gap = settings.hang_min_duration_s, settings.hang_max_sample_gap_s
-    power, writes = PowerBook(), [] if later is None else later
+    power = PowerBook()
     if _learn(session, set().union(*gpus.values()), settings=settings, now=now, power=power):
-        writes.append(lambda: service.set_state(session, name=LEARNED, value=now, now=now))
+        later.append(lambda: service.set_state(session, name=LEARNED, value=now, now=now))
     gpus, windows = check_windows(session, gpus, settings=settings, now=now, power=power)
     profiles = _profiles(session, windows, power=power)
-    writes.append(lambda: power.save(session, now=now))
-    if later is None:
-        for write in writes:
-            write()
+    later.append(lambda: power.save(session, now=now))
     hanging: dict[str, tuple[float, float, int]] = {}
     for job_id, held in gpus.items():
         seen = [u for u in held if u in windows]

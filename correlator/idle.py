@@ -47,6 +47,11 @@ def _window_stats(
     return out
 
 
+def window_s(settings: Settings) -> float:
+    """How far back a cold pass reads: the minimum idle duration, two passes and a minute."""
+    return settings.idle_min_duration_s + 2 * settings.idle_interval_s + 60.0
+
+
 # Telemetry this late (behind the newest pass) still counts: a warm pass re-reads this much.
 LATE_S = 120.0
 Seen = tuple[float, float, float | None]  # first ts, last ts, newest busy ts
@@ -117,8 +122,10 @@ class IdleTracker:
 
 
 def _merge(before: Seen | None, recent: Any) -> Seen | None:
-    if before is None or recent is None:
-        return before or (None if recent is None else recent[:3])
+    if recent is None:
+        return before
+    if before is None:
+        return recent[:3]
     busy = max((b for b in (before[2], recent[2]) if b is not None), default=None)
     return (min(before[0], recent[0]), max(before[1], recent[1]), busy)
 
@@ -153,16 +160,15 @@ def detect(
     *,
     settings: Settings,
     now: float,
-    last_run: float | None = None,
-    later: list[Callable[[], None]] | None = None,
+    last_run: float | None,
+    later: list[Callable[[], None]],
 ) -> tuple[int, int]:
     """Open, extend and resolve idle findings; returns (opened, resolved). `last_run`: when the
     previous pass ran (the stored state), so a warm tracker may read only what came since.
-    The findings' write goes into `later` (run by the caller once every read is done), else
-    it is made now."""
+    The findings' write goes into `later`, which the caller runs once every read is done."""
     threshold, price = settings.idle_util_threshold, settings.idle_cost_per_gpu_hour
     held = _allocated_gpus(session, now)
-    since = now - settings.idle_min_duration_s - 2 * settings.idle_interval_s - 60.0
+    since = now - window_s(settings)
     uuids = sorted({u for _, u in held})
     stats = TRACKER.stats(
         session, uuids, since=since, now=now, last_run=last_run, threshold=threshold
@@ -186,14 +192,7 @@ def detect(
         changed.append(f)
         resolved += 1
     new = _open(session, held, findings, stats, settings=settings, now=now)
-
-    def write() -> None:
-        service.save_idle_findings(session, findings=changed + new, now=now)
-
-    if later is None:
-        write()
-    else:
-        later.append(write)
+    later.append(lambda: service.save_idle_findings(session, findings=changed + new, now=now))
     return len(new), resolved
 
 

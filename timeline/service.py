@@ -60,10 +60,10 @@ def append_batch(
         raise BatchTooLarge(f"batch has {size} items; the limit is {max_items}")
     now = received_ts if received_ts is not None else time.time()
     store = sample_store.store()
-    stored = claims.stored_ids
-    if samples and not store.in_transaction and not stored(session, ids=[batch.batch_id]):
-        # Before the claim takes the write lock (SQLite's is the whole database), as the group
-        # writer does; a replay was read as stored above and is not written again.
+    # Before the claim takes the write lock (SQLite's is the whole database), as the group
+    # writer does; a replay is read as stored and is not written again.
+    early = samples and not store.in_transaction
+    if early and not claims.stored_ids(session, ids=[batch.batch_id]):
         store.append(session, node=batch.node, samples=samples)
     if not claims.claim(session, batch=batch, samples=len(samples), digest=digest, now=now):
         return AppendResult(batch_id=batch.batch_id, duplicate=True, rejected=list(rejected))
