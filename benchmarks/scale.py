@@ -143,7 +143,9 @@ def _queries(
             jobs, _ = hang_detector.check_windows(s, held, settings=settings, now=now)
             t1 = time.perf_counter()
             span = settings.hang_profile_interval_s
-            hang_detector._windows(s, set(uuids), now - span, now, util=False)
+            samples.store().field_range(
+                s, uuids=uuids, since=now - span, until=now, field="power_w"
+            )
             learn_ms = (time.perf_counter() - t1) * 1000
             print(
                 f"bench scale: hang check read {len(jobs)} of {len(held)} jobs' windows; "

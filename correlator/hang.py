@@ -9,7 +9,7 @@ relative to each GPU's own observed idle power and its power limit, not absolute
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -127,35 +127,34 @@ class PowerBook:
 
 
 def _profiles(
-    session: Session, windows: dict[str, Window], *, power: PowerBook
+    session: Session, seen: Mapping[str, tuple[float | None, float | None]], *, power: PowerBook
 ) -> dict[str, Profile]:
-    """Learned power profiles, widened by this window's min/max power (saved at the pass's end)."""
-    stored = power.read(session, windows)
+    """Learned power profiles, widened by the (lowest, highest) power `seen` of each GPU
+    (saved at the pass's end)."""
+    stored = power.read(session, seen)
     # A GPU's model (its power limit) is looked up only until its profile holds a limit.
-    unnamed = [u for u in windows if not stored.get(u, {}).get("limit_w")]
+    unnamed = [u for u in seen if not stored.get(u, {}).get("limit_w")]
     names: dict[str, str | None] = {}
     if unnamed:
         stmt = select(t.gpus.c.uuid, t.gpus.c.name).where(among(session, t.gpus.c.uuid, unnamed))
         names = {r[0]: r[1] for r in session.execute(stmt).all()}
     out = {}
-    for uuid, w in windows.items():
+    for uuid, (low, high) in seen.items():
         old = stored.get(uuid, {})
-        idle = min((v for v in (w.min_power, old.get("idle_w")) if v is not None), default=None)
-        peak = max((v for v in (w.max_power, old.get("max_w")) if v is not None), default=None)
+        idle = min((v for v in (low, old.get("idle_w")) if v is not None), default=None)
+        peak = max((v for v in (high, old.get("max_w")) if v is not None), default=None)
         limit = old.get("limit_w") or model_power_limit(names.get(uuid))
         out[uuid] = Profile(idle, peak, limit)
         power.rows[uuid] = {"gpu_uuid": uuid, "idle_w": idle, "max_w": peak, "limit_w": limit}
     return out
 
 
-def _windows(
-    session: Session, uuids: set[str], since: float, until: float, *, util: bool = True
-) -> dict[str, Window]:
-    """Per GPU: first/last sample time, lowest utilization (None when not read), lowest and
-    highest power in the window."""
+def _windows(session: Session, uuids: set[str], since: float, until: float) -> dict[str, Window]:
+    """Per GPU: first/last sample time, lowest utilization, lowest and highest power in the
+    window."""
     if not uuids:
         return {}
-    fields = ["util_gpu", "power_w"] if util else ["power_w"]
+    fields = ["util_gpu", "power_w"]
     stats = samples.store().window_stats(
         session, uuids=sorted(uuids), since=since, until=until, fields=fields
     )
@@ -211,7 +210,10 @@ def _learn(
         return False
     # First pass, or a clock that went back: the hang window only.
     span = min(max(since_last or 0.0, settings.hang_min_duration_s), LEARN_MAX_S)
-    _profiles(session, _windows(session, uuids, now - span, now, util=False), power=power)
+    seen = samples.store().field_range(
+        session, uuids=sorted(uuids), since=now - span, until=now, field="power_w"
+    )
+    _profiles(session, seen, power=power)
     return True
 
 
@@ -250,6 +252,37 @@ def _newest_verdicts(
     return maybe, set(rows) - maybe
 
 
+def _suspects(
+    session: Session, uuids: set[str], *, settings: Settings, now: float, power: PowerBook
+) -> set[str]:
+    """A superset of the GPUs `_newest_verdicts` may find spinning, asked of the store with
+    the highest spin ceiling among the GPUs' profiles as the power bound: VictoriaMetrics
+    answers with the few GPUs that match rather than every GPU's newest values, which were
+    most of a hang check's reads at 100k GPUs (bench scale)."""
+    if not uuids:
+        return set()
+    ceilings = {
+        u: _ceiling(Profile(p.get("idle_w"), p.get("max_w"), p.get("limit_w")), settings)
+        for u, p in power.read(session, uuids).items()
+    }
+    # A GPU without a ceiling (no profile yet) may spin at any power.
+    open_ = sorted(u for u in uuids if ceilings.get(u) is None)
+    cap = max((c for c in ceilings.values() if c is not None), default=None)
+    found: set[str] = set()
+    args = {"since": now - settings.hang_min_duration_s, "until": now}
+    busy = (settings.hang_util_min, None)
+    if open_:
+        found |= samples.store().newest_within(
+            session, uuids=open_, bounds={"util_gpu": busy, "power_w": (None, None)}, **args
+        )
+    if cap is not None:
+        capped = sorted(uuids.difference(open_))
+        found |= samples.store().newest_within(
+            session, uuids=capped, bounds={"util_gpu": busy, "power_w": (None, cap)}, **args
+        )
+    return found
+
+
 def check_windows(
     session: Session,
     gpus: dict[str, set[str]],
@@ -260,10 +293,12 @@ def check_windows(
 ) -> tuple[dict[str, set[str]], dict[str, Window]]:
     """What one hang check reads: the jobs (of `gpus`, job id -> GPU uuids) that may be hung,
     every GPU with telemetry possibly spinning, and the windows of those jobs' GPUs."""
+    power = PowerBook() if power is None else power
+    some = _suspects(session, set().union(*gpus.values()), settings=settings, now=now, power=power)
+    gpus = {job_id: held for job_id, held in gpus.items() if held & some}
     maybe, cannot = _newest_verdicts(
-        session, set().union(*gpus.values()), settings=settings, now=now,
-        power=PowerBook() if power is None else power,
-    )  # fmt: skip
+        session, set().union(*gpus.values()), settings=settings, now=now, power=power
+    )
     gpus = {job_id: held for job_id, held in gpus.items() if held & maybe and not held & cannot}
     need = settings.hang_min_duration_s
     return gpus, _windows(session, set().union(*gpus.values()), now - need, now)
@@ -285,7 +320,8 @@ def detect(
     if _learn(session, set().union(*gpus.values()), settings=settings, now=now, power=power):
         later.append(lambda: service.set_state(session, name=LEARNED, value=now, now=now))
     gpus, windows = check_windows(session, gpus, settings=settings, now=now, power=power)
-    profiles = _profiles(session, windows, power=power)
+    ranges = {u: (w.min_power, w.max_power) for u, w in windows.items()}
+    profiles = _profiles(session, ranges, power=power)
     later.append(lambda: power.save(session, now=now))
     hanging: dict[str, tuple[float, float, int]] = {}
     for job_id, held in gpus.items():

@@ -93,6 +93,29 @@ class SampleStore(Protocol):
         """Per GPU with samples in [since, until]: times, count and min/max of `fields`."""
         ...
 
+    def newest_within(
+        self,
+        session: Session,
+        *,
+        uuids: Sequence[str],
+        since: float,
+        until: float,
+        bounds: Mapping[str, tuple[float | None, float | None]],
+    ) -> set[str]:
+        """The GPUs (of `uuids`) whose newest value in [since, until] of each field in
+        `bounds` lies within its (low, high) bounds, inclusive, None an open end: a filter
+        answered where the samples are, so that a fleet-wide question costs the few GPUs
+        that match. It matches what `newest` reads; the SQL store also names the GPUs whose
+        newest row is newer than `until` (it cannot tell their values in the window)."""
+        ...
+
+    def field_range(
+        self, session: Session, *, uuids: Sequence[str], since: float, until: float, field: str
+    ) -> dict[str, tuple[float, float]]:
+        """GPU uuid -> (lowest, highest) value of `field` in [since, until], for the GPUs
+        with a value there: `window_stats` of one field, without its counts and times."""
+        ...
+
     def last_above(
         self,
         session: Session,
@@ -125,6 +148,11 @@ class SampleStore(Protocol):
     ) -> list[tuple[str, float, float]]:
         """(node, bucket start, mean GPU utilization) over every node in [since, until)."""
         ...
+
+
+def within(value: float | None, low: float | None, high: float | None) -> bool:
+    """Whether a value is present and within [low, high] (None an open end)."""
+    return value is not None and (low is None or value >= low) and (high is None or value <= high)
 
 
 _store: SampleStore | None = None
@@ -167,4 +195,4 @@ def use(new: SampleStore) -> SampleStore:
     return old
 
 
-__all__ = ["FieldStats", "SampleStore", "WindowStats", "from_settings", "store", "use"]
+__all__ = ["FieldStats", "SampleStore", "WindowStats", "from_settings", "store", "use", "within"]

@@ -7,7 +7,7 @@ A sample row is (GPU id, integer milliseconds, values): the GPU's uuid and node 
 from __future__ import annotations
 
 import operator
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import orjson
@@ -18,7 +18,7 @@ from timeline import gpu_id_cache, samples_pg, samples_read, samples_stage
 from timeline import tables as t
 from timeline.db import driver_connection, marks
 from timeline.models import SampleRow
-from timeline.samples import WindowStats
+from timeline.samples import WindowStats, within
 from timeline.samples_read import Plan, among, plan
 
 FIELDS = t.SAMPLE_FIELDS
@@ -259,6 +259,35 @@ class SqlSampleStore:
         after_s = min(self.rollup_after_s, WINDOW_ROLLUP_AFTER_S)
         p = self._plan(session, since, until, True, after_s=after_s)
         return samples_read.window_stats(session, p, uuids, fields)
+
+    def newest_within(
+        self,
+        session: Session,
+        *,
+        uuids: Sequence[str],
+        since: float,
+        until: float,
+        bounds: Mapping[str, tuple[float | None, float | None]],
+    ) -> set[str]:
+        """The GPUs whose newest row (from `since` on) is newer than `until`, or whose values
+        in it lie within `bounds`."""
+        rows = self.newest(session, uuids=uuids, since=since, until=until, fields=list(bounds))
+        return {
+            u
+            for u, r in rows.items()
+            if r["ts"] > until or all(within(r[f], lo, hi) for f, (lo, hi) in bounds.items())
+        }
+
+    def field_range(
+        self, session: Session, *, uuids: Sequence[str], since: float, until: float, field: str
+    ) -> dict[str, tuple[float, float]]:
+        """GPU uuid -> (lowest, highest) `field` in [since, until], where it has a value."""
+        got = self.window_stats(session, uuids=uuids, since=since, until=until, fields=[field])
+        return {
+            u: (f.min, f.max)
+            for u, w in got.items()
+            if (f := w.fields[field]).min is not None and f.max is not None
+        }
 
     def last_above(
         self,

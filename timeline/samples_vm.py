@@ -11,22 +11,16 @@ from __future__ import annotations
 import math
 import time
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from sqlalchemy import Boolean, Float
 from sqlalchemy.orm import Session
 
-from timeline import tables
 from timeline.models import SampleRow
 from timeline.samples import FieldStats, WindowStats
 from timeline.vm_client import PREFIX, ROW, VmClient, metric, quote_regex, selector
+from timeline.vm_lines import FIELDS, import_lines_of, typed
 
-# Every sample field but `extra` (not kept here); its type is the SQL column's, so a value read
-# back comes out as the SQL store gives it.
-FIELDS = tuple(f for f in tables.SAMPLE_FIELDS if f != "extra")
-FLOAT_FIELDS = frozenset(f for f in FIELDS if isinstance(tables.samples.c[f].type, Float))
-BOOL_FIELDS = frozenset(f for f in FIELDS if isinstance(tables.samples.c[f].type, Boolean))
 # Above this many GPUs a query reads the whole fleet and filters here: a regex of 100k uuids
 # would pass VictoriaMetrics' query length limit (16 KiB by default).
 FILTER_MAX = 100
@@ -37,36 +31,6 @@ CHUNKED_MAX = 2_000
 
 def _window(since: float, until: float) -> str:
     return f"[{max(round((until - since) * 1000), 0) + 1}ms]"
-
-
-def _typed(field: str, value: float) -> Any:
-    if field in BOOL_FIELDS:
-        return value != 0.0
-    if field in FLOAT_FIELDS:
-        return value
-    return int(value)
-
-
-def _lines(node: str, samples: Sequence[SampleRow]) -> list[dict[str, Any]]:
-    """Import lines of one node's samples: one per GPU and field."""
-    series: dict[tuple[str, str], tuple[list[float], list[int]]] = defaultdict(lambda: ([], []))
-    for s in samples:
-        ms = round(s.ts * 1000)
-        for field in (ROW, *FIELDS):
-            value = 1 if field == ROW else getattr(s, field)
-            if value is None:
-                continue
-            values, stamps = series[(s.gpu_uuid, field)]
-            values.append(float(value))
-            stamps.append(ms)
-    return [
-        {
-            "metric": {"__name__": metric(field), "gpu": gpu, "node": node},
-            "values": values,
-            "timestamps": stamps,
-        }
-        for (gpu, field), (values, stamps) in series.items()
-    ]
 
 
 class VmSampleStore:
@@ -87,14 +51,14 @@ class VmSampleStore:
 
     def append(self, session: Session, *, node: str, samples: Sequence[SampleRow]) -> int:
         """Write samples as series (one JSON line per GPU and field); StoreUnavailable on outage."""
-        self.vm.import_lines(_lines(node, samples))
+        self.vm.import_lines(import_lines_of(node, samples))
         return len(samples)
 
     def append_many(
         self, session: Session, *, parts: Sequence[tuple[str, Sequence[SampleRow]]]
     ) -> int:
         """Write several nodes' samples in one import; StoreUnavailable on outage."""
-        lines = [line for node, rows in parts for line in _lines(node, rows)]
+        lines = [line for node, rows in parts for line in import_lines_of(node, rows)]
         if lines:
             self.vm.import_lines(lines)
         return sum(len(rows) for _, rows in parts)
@@ -122,7 +86,7 @@ class VmSampleStore:
         for (gpu, field), value in values.items():
             row = out[gpu]
             if stamps.get((gpu, field)) == row["ts"]:
-                row[field] = _typed(field, value)
+                row[field] = typed(field, value)
         return out
 
     def newest(
@@ -146,8 +110,52 @@ class VmSampleStore:
         }
         for (gpu, field), value in values.items():
             if gpu in out:
-                out[gpu][field] = _typed(field, value)
+                out[gpu][field] = typed(field, value)
         return out
+
+    def newest_within(
+        self,
+        session: Session,
+        *,
+        uuids: Sequence[str],
+        since: float,
+        until: float,
+        bounds: Mapping[str, tuple[float | None, float | None]],
+    ) -> set[str]:
+        """The GPUs whose newest value of each bounded field in [since, until] is within its
+        bounds, filtered by VictoriaMetrics: one query answers with the GPUs that match, where
+        `newest` of 100k GPUs answers 100k series a field (bench scale: most of a hang check's
+        reads)."""
+        wanted = set(uuids)
+        if not wanted or since > until:
+            return set()
+        w, found = _window(since, until), set[str]()
+        for group in _groups(wanted):
+            parts = []
+            for field, (low, high) in sorted(bounds.items()) or [(ROW, (None, None))]:
+                expr = f"last_over_time({self._sel((field,), group)}{w})"
+                for op, bound in ((">=", low), ("<=", high)):
+                    if bound is not None:
+                        assert math.isfinite(bound), bound  # a number the correlator computed
+                        expr = f"({expr} {op} {float(bound)!r})"
+                parts.append(expr)
+            # `and on(gpu)`: a GPU matches when every field's series does.
+            rows = self.vm.query(" and on(gpu) ".join(parts), at=until)
+            found.update(g for r in rows if (g := r["metric"].get("gpu")) in group)
+        return found
+
+    def field_range(
+        self, session: Session, *, uuids: Sequence[str], since: float, until: float, field: str
+    ) -> dict[str, tuple[float, float]]:
+        """GPU uuid -> (lowest, highest) `field` in [since, until]: two rollup queries where
+        `window_stats` asks eight (counts and times of the field and of the rows)."""
+        wanted = set(uuids)
+        if not wanted or since > until:
+            return {}
+        w = _window(since, until)
+        low = self._rollup("min", (field,), wanted, window=w, at=until)
+        high = self._rollup("max", (field,), wanted, window=w, at=until)
+        return {g: (v, high[(g, f)]) for (g, f), v in low.items() if (g, f) in high}
 
     def window_stats(
         self,

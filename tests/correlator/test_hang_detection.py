@@ -193,16 +193,32 @@ def test_a_learned_power_profile_is_written_only_when_it_changes(session: Sessio
 
 
 class _WindowSpy(SqlSampleStore):
-    """The SQL store, noting which GPUs each short (hang-sized) window read asked for."""
+    """The SQL store, noting which GPUs each short (hang-sized) window read asked for, and
+    which each read of newest power did, apart from the filtered ones."""
 
     def __init__(self) -> None:
         super().__init__()
         self.reads: list[set[str]] = []
+        self.newest_reads: list[set[str]] = []
+        self.filtered: list[set[str]] = []
 
     def window_stats(self, session: Session, **kw: Any) -> Any:
         if kw["until"] - kw["since"] <= 45.0:
             self.reads.append(set(kw["uuids"]))
         return super().window_stats(session, **kw)
+
+    def newest_within(self, session: Session, **kw: Any) -> Any:
+        self.filtered.append(set(kw["uuids"]))
+        self.inside = True  # the SQL store filters its own newest rows
+        try:
+            return super().newest_within(session, **kw)
+        finally:
+            self.inside = False
+
+    def newest(self, session: Session, **kw: Any) -> Any:
+        if not getattr(self, "inside", False) and "power_w" in kw["fields"]:  # the hang check's
+            self.newest_reads.append(set(kw["uuids"]))
+        return super().newest(session, **kw)
 
 
 def test_only_jobs_with_a_gpu_that_may_spin_have_their_windows_read(
@@ -234,6 +250,12 @@ def test_only_jobs_with_a_gpu_that_may_spin_have_their_windows_read(
     learn, *checks = spy.reads
     assert learn == {gpu_uuid(n, g) for n in NODES + others + mixed for g in GPUS}
     assert checks and all(read == hang_gpus for read in checks)  # neither busy-2 nor mixed-3
+    # Each check asks the store to filter every held GPU, then reads the newest values of the
+    # jobs that may spin only: busy-2 computes on every GPU and is never read.
+    busy_gpus = {gpu_uuid(n, g) for n in others for g in GPUS}
+    assert spy.filtered and all(busy_gpus <= read for read in spy.filtered)
+    assert spy.newest_reads and not any(busy_gpus & read for read in spy.newest_reads)
+    assert any(hang_gpus <= read for read in spy.newest_reads)
     with session_factory() as s:
         assert [i.job_id for i in incidents.list_incidents(s)] == ["hang-1"]
 

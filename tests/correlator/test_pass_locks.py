@@ -43,6 +43,14 @@ class _Probing:
         self._probe("newest")
         return self.real.newest(session, **kw)
 
+    def newest_within(self, session: Session, **kw: Any) -> Any:
+        self._probe("newest_within")
+        return self.real.newest_within(session, **kw)
+
+    def field_range(self, session: Session, **kw: Any) -> Any:
+        self._probe("field_range")
+        return self.real.field_range(session, **kw)
+
     def __getattr__(self, name: str) -> Any:
         return getattr(self.real, name)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import pytest
 from sqlalchemy.orm import Session
@@ -42,6 +43,49 @@ def test_latest_reads_only_the_fields_asked_for(session: Session) -> None:
     _store_rows(session, [Sample(ts=NOW - 10, gpu_uuid="GPU-a", util_gpu=20.0, power_w=300.5)])
     latest = samples.store().latest(session, fields=["util_gpu"])
     assert latest == {"GPU-a": {"gpu_uuid": "GPU-a", "ts": NOW - 10, "util_gpu": 20.0}}
+
+
+def test_newest_within_names_gpus_whose_newest_values_meet_inclusive_bounds(
+    session: Session,
+) -> None:
+    _store_rows(
+        session,
+        [
+            Sample(ts=NOW - 20, gpu_uuid="GPU-spin", util_gpu=100.0, power_w=300.0),
+            Sample(ts=NOW - 10, gpu_uuid="GPU-spin", util_gpu=100.0, power_w=135.0),
+            Sample(ts=NOW - 10, gpu_uuid="GPU-edge", util_gpu=90.0, power_w=200.0),
+            Sample(ts=NOW - 10, gpu_uuid="GPU-busy", util_gpu=100.0, power_w=620.0),
+            Sample(ts=NOW - 10, gpu_uuid="GPU-nopower", util_gpu=100.0),
+            Sample(ts=NOW - 100, gpu_uuid="GPU-old", util_gpu=100.0, power_w=135.0),
+            Sample(ts=NOW + 5, gpu_uuid="GPU-late", util_gpu=0.0, power_w=60.0),
+        ],
+    )
+    every = ["GPU-spin", "GPU-edge", "GPU-busy", "GPU-nopower", "GPU-old", "GPU-late", "GPU-x"]
+    spin = {"util_gpu": (90.0, None), "power_w": (None, 200.0)}
+    args: dict[str, Any] = {"uuids": every, "since": NOW - 45, "until": NOW}
+    # Newer than the window's end: the store cannot tell its values in the window, so it says.
+    got = samples.store().newest_within(session, **args, bounds=spin)
+    assert got == {"GPU-spin", "GPU-edge", "GPU-late"}
+    some = samples.store().newest_within(session, **args | {"uuids": ["GPU-busy"]}, bounds={})
+    assert some == {"GPU-busy"}
+    assert samples.store().newest_within(session, **args | {"uuids": []}, bounds=spin) == set()
+
+
+def test_field_range_gives_each_gpus_lowest_and_highest_value(session: Session) -> None:
+    _store_rows(
+        session,
+        [
+            Sample(ts=NOW - 30, gpu_uuid="GPU-a", power_w=70.0),
+            Sample(ts=NOW - 20, gpu_uuid="GPU-a"),
+            Sample(ts=NOW - 10, gpu_uuid="GPU-a", power_w=610.0),
+            Sample(ts=NOW - 500, gpu_uuid="GPU-a", power_w=5.0),
+            Sample(ts=NOW - 10, gpu_uuid="GPU-b", util_gpu=3.0),
+        ],
+    )
+    got = samples.store().field_range(
+        session, uuids=["GPU-a", "GPU-b"], since=NOW - 60, until=NOW, field="power_w"
+    )
+    assert got == {"GPU-a": (70.0, 610.0)}
 
 
 def test_window_stats_count_nulls_per_field_and_bound_the_window(session: Session) -> None:

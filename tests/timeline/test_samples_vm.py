@@ -89,6 +89,16 @@ def _close(got: Any, want: Any) -> None:
         assert got == want, (got, want)
 
 
+# The hang check's filter (busy at under a power ceiling), its edges, and open ends.
+BOUNDS: list[dict[str, tuple[float | None, float | None]]] = [
+    {"util_gpu": (90.0, None), "power_w": (None, 200.0)},
+    {"util_gpu": (3.0, 3.0)},
+    {"util_gpu": (None, 5.0), "power_w": (65.0, 65.0)},
+    {"power_w": (None, None)},
+    {"temp_gpu": (42.0, 42.0), "ecc_sbe_volatile": (4, None)},  # none: the count is 3
+    {},
+]
+
 WINDOWS = [
     (since, until, export_s)
     for since, until in [
@@ -113,6 +123,14 @@ def test_vm_store_answers_every_read_like_the_sql_store(
             args = {"uuids": [*uuids, "GPU-x"], "since": since, "until": end, "fields": FIELDS}
             _close(vm.newest(s, **args), sql.newest(s, **args))
         assert vm.newest(s, uuids=[], since=end - 30.0, until=end, fields=FIELDS) == {}
+        for bounds in BOUNDS:
+            for since in (end - 30.0, end - 5.0):
+                args = {"uuids": [*uuids, "GPU-x"], "since": since, "until": end}
+                got = vm.newest_within(s, **args, bounds=bounds)
+                assert got == sql.newest_within(s, **args, bounds=bounds), bounds
+        assert (
+            vm.newest_within(s, uuids=uuids, since=end + 1.0, until=end, bounds=BOUNDS[0]) == set()
+        )
         for since, until, export_s in WINDOWS:
             vm.export_window_s = export_s  # raw samples aggregated here, or MetricsQL rollups
             for fields in (FIELDS, ["util_gpu"]):
@@ -120,6 +138,11 @@ def test_vm_store_answers_every_read_like_the_sql_store(
                 _close(
                     vm.window_stats(s, **args, fields=fields),
                     sql.window_stats(s, **args, fields=fields),
+                )
+            for field in ("power_w", "util_gpu", "ecc_sbe_volatile"):
+                args = {"uuids": [*uuids, "GPU-x"], "since": since, "until": until}
+                _close(
+                    vm.field_range(s, **args, field=field), sql.field_range(s, **args, field=field)
                 )
             for threshold in (0.0, 5.0, 50.0, 100.0):
                 for inclusive in (False, True):
