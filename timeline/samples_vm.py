@@ -140,8 +140,7 @@ class VmSampleStore:
                         expr = f"({expr} {op} {float(bound)!r})"
                 parts.append(expr)
             # `and on(gpu)`: a GPU matches when every field's series does.
-            rows = self.vm.query(" and on(gpu) ".join(parts), at=until)
-            found.update(g for r in rows if (g := r["metric"].get("gpu")) in group)
+            found.update(self._gpu_values(" and on(gpu) ".join(parts), at=until, uuids=group))
         return found
 
     def field_range(
@@ -255,8 +254,9 @@ class VmSampleStore:
     ) -> dict[str, float]:
         """GPU uuid -> newest time in [since, until] its field was above (or at) threshold.
 
-        Where the window's last value hits, its time; where only the peak does (busy earlier,
-        not at the end: few GPUs), that GPU's raw samples are read.
+        Where the window's last value hits, its time, filtered by VictoriaMetrics (one query
+        answers the GPUs that hit at the end, where three answered every GPU); where only an
+        earlier value does (busy earlier, not at the end: few GPUs), that GPU's raw samples.
         """
         wanted = set(uuids)
         if not wanted:
@@ -265,15 +265,13 @@ class VmSampleStore:
         def hit(v: float) -> bool:
             return v >= threshold if inclusive else v > threshold
 
+        assert math.isfinite(threshold), threshold  # a setting, never user input
+        cmp = f"{'>=' if inclusive else '>'} {float(threshold)!r}"
         sel = self._sel((field,), wanted) + _window(since, until)
-        peak = self._by_gpu(f"max_over_time({sel})", at=until, uuids=wanted)
-        some = {g for g, v in peak.items() if hit(v)}
-        if not some:
-            return {}
-        last = self._by_gpu(f"last_over_time({sel})", at=until, uuids=some)
-        at = self._by_gpu(f"tlast_over_time({sel})", at=until, uuids=some)
-        out = {g: at[g] for g in some if g in last and g in at and hit(last[g])}
-        rest = sorted(some - set(out))
+        ends = f"(last_over_time({sel}) {cmp})"
+        out = self._gpu_values(f"tlast_over_time({sel}) and on(gpu) {ends}", at=until, uuids=wanted)
+        earlier = f"(max_over_time({sel}) {cmp}) unless on(gpu) {ends}"
+        rest = sorted(self._gpu_values(earlier, at=until, uuids=wanted))
         for i in range(0, len(rest), FILTER_MAX):
             match = selector(metric(field), among={"gpu": rest[i : i + FILTER_MAX]})
             for line in self.vm.export(match, start=since, end=until):
@@ -349,8 +347,11 @@ class VmSampleStore:
                 out.update(self._by_gpu_field(f"{fn}_over_time({sel})", at=at, uuids=group))
         return out
 
-    def _by_gpu(self, expr: str, *, at: float, uuids: set[str] | None) -> dict[str, float]:
-        return {g: v for (g, _), v in self._by_gpu_field(expr, at=at, uuids=uuids).items()}
+    def _gpu_values(self, expr: str, *, at: float, uuids: set[str]) -> dict[str, float]:
+        """gpu -> value of `expr` at `at`, for the GPUs of `uuids` it answers (names dropped:
+        a filter such as `a and on(gpu) b` is not a rollup call to keep them on)."""
+        rows = self.vm.query(expr, at=at)
+        return {g: float(r["value"][1]) for r in rows if (g := r["metric"].get("gpu")) in uuids}
 
     def _by_gpu_field(
         self, expr: str, *, at: float, uuids: set[str] | None

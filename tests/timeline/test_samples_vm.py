@@ -235,6 +235,9 @@ def test_reads_of_some_gpus_ask_in_filtered_chunks(
         with session_factory() as s:
             args: dict[str, Any] = {"uuids": uuids, "since": end - 30.0, "until": end}
             _close(vm.newest(s, **args, fields=FIELDS), sql.newest(s, **args, fields=FIELDS))
+            for bounds in BOUNDS:  # two selectors a query, each within the one-series limit
+                got = vm.newest_within(s, **args, bounds=bounds)
+                assert got == sql.newest_within(s, **args, bounds=bounds), bounds
             for export_s in (900.0, 0.0):
                 vm.export_window_s = export_s
                 args = {"uuids": uuids, "since": T0 + 0.25, "until": end, "fields": FIELDS}
