@@ -65,6 +65,11 @@ class Profile:
     max_w: float | None
     limit_w: float | None
 
+    @classmethod
+    def of(cls, row: Mapping[str, Any]) -> Profile:
+        """A profile from its stored row (an empty row: nothing learned yet)."""
+        return cls(row.get("idle_w"), row.get("max_w"), row.get("limit_w"))
+
     def spin_ceiling(self, *, fraction: float, default_limit_w: float) -> float | None:
         """Power below which a fully busy GPU is spinning rather than computing."""
         if self.idle_w is None:
@@ -245,8 +250,7 @@ def _newest_verdicts(
     }
     stored = power.read(session, busy)
     for uuid, watts in busy.items():
-        p = stored.get(uuid, {})
-        ceiling = _ceiling(Profile(p.get("idle_w"), p.get("max_w"), p.get("limit_w")), settings)
+        ceiling = _ceiling(Profile.of(stored.get(uuid, {})), settings)
         if ceiling is None or watts <= ceiling:
             maybe.add(uuid)
     return maybe, set(rows) - maybe
@@ -261,10 +265,7 @@ def _suspects(
     most of a hang check's reads at 100k GPUs (bench scale)."""
     if not uuids:
         return set()
-    ceilings = {
-        u: _ceiling(Profile(p.get("idle_w"), p.get("max_w"), p.get("limit_w")), settings)
-        for u, p in power.read(session, uuids).items()
-    }
+    ceilings = {u: _ceiling(Profile.of(p), settings) for u, p in power.read(session, uuids).items()}
     # A GPU without a ceiling (no profile yet) may spin at any power.
     open_ = sorted(u for u in uuids if ceilings.get(u) is None)
     cap = max((c for c in ceilings.values() if c is not None), default=None)
