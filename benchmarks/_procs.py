@@ -7,6 +7,7 @@ import os
 import socket
 import subprocess
 import tempfile
+import threading
 import time
 from collections.abc import Iterator
 from typing import IO
@@ -82,6 +83,56 @@ def rss_mb(pid: int) -> float:
     """Resident memory of a process and its children, in MiB."""
     p = psutil.Process(pid)
     return sum(c.memory_info().rss for c in [p, *p.children(recursive=True)]) / 2**20
+
+
+class RssTrace:
+    """Samples the resident memory of a process and each of its children on a thread.
+
+    One figure for the whole tree hides which process grows: at 100k GPUs the leading worker
+    climbed while the other held flat, and only per-process samples showed it.
+    """
+
+    def __init__(self, pid: int, every_s: float = 30.0) -> None:
+        self.pid, self.every_s = pid, every_s
+        self.samples: list[tuple[float, dict[int, float]]] = []  # (seconds in, pid -> MiB)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="rss-trace", daemon=True)
+
+    def __enter__(self) -> RssTrace:
+        self._started = time.monotonic()
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def _run(self) -> None:
+        while True:
+            self.sample()
+            if self._stop.wait(self.every_s):
+                return
+
+    def sample(self) -> None:
+        """Record each process's RSS now (a process that just ended is left out)."""
+        with contextlib.suppress(psutil.Error):
+            p = psutil.Process(self.pid)
+            tree = [p, *p.children(recursive=True)]
+            by_pid = {}
+            for c in tree:
+                with contextlib.suppress(psutil.Error):
+                    by_pid[c.pid] = c.memory_info().rss / 2**20
+            self.samples.append((time.monotonic() - self._started, by_pid))
+
+    def summary(self) -> str:
+        """Per process: RSS at each sample in MiB, with its minimum and maximum over the run."""
+        pids = sorted({pid for _, by_pid in self.samples for pid in by_pid})
+        parts = []
+        for pid in pids:
+            seen = [round(by_pid[pid]) for _, by_pid in self.samples if pid in by_pid]
+            parts.append(f"pid {pid}: min {min(seen)} max {max(seen)} MiB, every "
+                         f"{self.every_s:.0f} s: {seen}")  # fmt: skip
+        return "; ".join(parts)
 
 
 def loop_ms(runs: int = 3) -> float:

@@ -28,7 +28,7 @@ import psutil
 from sqlalchemy import text
 from sqlalchemy.orm import Session, sessionmaker
 
-from benchmarks._procs import PG_ADMIN_URL, free_port, process, rss_mb
+from benchmarks._procs import PG_ADMIN_URL, RssTrace, free_port, process, rss_mb
 from benchmarks._scale_load import ScaleFleet, run_load
 from correlator import flows
 from correlator import hang as hang_detector
@@ -253,6 +253,10 @@ def run(argv: list[str]) -> dict[str, object]:
         default=1,
         help="polls per agent request (an agent's agent_flush_interval_s over --interval)",
     )
+    p.add_argument("--server-log", type=Path, help="keep the server's log here (default: dropped)")
+    p.add_argument(
+        "--rss-every", type=float, default=30.0, help="seconds between per-process RSS samples"
+    )
     args = p.parse_args(argv)
     logging.getLogger("httpx").setLevel(logging.WARNING)
     fleet = ScaleFleet(args.gpus)
@@ -266,21 +270,22 @@ def run(argv: list[str]) -> dict[str, object]:
             "FLEETMEDIC_SAMPLES_BACKEND": settings.samples_backend,
             "FLEETMEDIC_VICTORIAMETRICS_URL": settings.victoriametrics_url,
             "FLEETMEDIC_AGENT_TOKENS": TOKEN,
-            "FLEETMEDIC_LOG_LEVEL": "WARNING",
+            "FLEETMEDIC_LOG_LEVEL": os.environ.get("FLEETMEDIC_LOG_LEVEL", "WARNING"),
             "FLEETMEDIC_MAX_CONNECTIONS_PER_SOURCE": "1024",
         }
         cmd = [sys.executable, "-m", "web.cli", "serve", "--port", str(port)]
         cmd += ["--workers", str(args.workers)]
         base = f"http://127.0.0.1:{port}"
-        log = str(Path(tmp) / "server.log")
+        log = str(args.server_log or Path(tmp) / "server.log")
         with process(cmd, f"{base}/healthz", "server", env, log_path=log) as server:
             _setup(fleet, base)
             disk_start, rss_start = _disk_bytes(settings, vm_dir), rss_mb(server.pid)
             index_start = _dir_bytes(vm_dir / "indexdb") if vm_dir is not None else 0
             cpu_start, t0 = _cpu_s(server.pid), time.perf_counter()
-            load = run_load(fleet, base_url=base, token=TOKEN, interval_s=args.interval,
-                            seconds=args.minutes * 60, senders=args.senders,
-                            push_every=args.push_every)  # fmt: skip
+            with RssTrace(server.pid, args.rss_every) as trace:
+                load = run_load(fleet, base_url=base, token=TOKEN, interval_s=args.interval,
+                                seconds=args.minutes * 60, senders=args.senders,
+                                push_every=args.push_every)  # fmt: skip
             elapsed = time.perf_counter() - t0
             rss_end, server_cpu = rss_mb(server.pid), _cpu_s(server.pid) - cpu_start
         disk = _disk_bytes(settings, vm_dir) - disk_start
@@ -309,4 +314,5 @@ def run(argv: list[str]) -> dict[str, object]:
         f"dashboard reads (ms): {dash}" + _index_note(index, load.samples),
         file=sys.stderr,
     )
+    print(f"bench scale: RSS per server process: {trace.summary()}", file=sys.stderr)
     return out

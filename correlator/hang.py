@@ -244,8 +244,7 @@ def _newest_verdicts(
         u: r["power_w"]
         for u, r in rows.items()
         if now - gap <= r["ts"] <= now
-        and r["util_gpu"] is not None
-        and r["util_gpu"] >= settings.hang_util_min
+        and samples.within(r["util_gpu"], settings.hang_util_min, None)
         and r["power_w"] is not None
     }
     stored = power.read(session, busy)

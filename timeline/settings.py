@@ -175,6 +175,9 @@ class Settings(BaseSettings):
     correlator_max_events: int = 50_000  # events read per pass (bounded memory)
     # A hang or idle check whose reads took d s is next due no sooner than d / this later.
     correlator_max_share: float = Field(default=0.25, gt=0.0, le=1.0)
+    # After a pass that ran a hang or idle check, hand the heap its large reads freed back to
+    # the OS (glibc malloc_trim): without it the leader's RSS climbs pass by pass at 100k GPUs.
+    correlator_trim_heap: bool = True
     correlator_failure_window_s: float = 300.0  # a failed job's root cause: events this long before
     correlator_failure_after_s: float = 60.0  # ...or this long after its end (late logs)
     correlator_nccl_lookback_s: float = 900.0  # NCCL watchdog waits 600 s before it times out

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 from timeline import queries
 from timeline.settings import Settings
+from web import heap
 from web.runtime import ScheduledSource, ServerRuntime
 
 if TYPE_CHECKING:
@@ -78,6 +79,8 @@ def configure_runtime(runtime: ServerRuntime, settings: Settings) -> None:
 
         def correlate() -> None:
             report = run_correlator(runtime.factory, settings)
+            if settings.correlator_trim_heap and report is not None and report.checks_took_s:
+                heap.trim()
             changed = report is not None and (
                 report.incidents_opened or report.incidents_updated or report.incidents_resolved
             )

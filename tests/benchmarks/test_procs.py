@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import subprocess
 import sys
 import textwrap
+import time
 
 import httpx
+import psutil
 import pytest
 
-from benchmarks._procs import free_port, process
+from benchmarks._procs import RssTrace, free_port, process
 
 
 def test_a_process_that_writes_megabytes_to_stderr_keeps_answering() -> None:
@@ -34,3 +37,28 @@ def test_a_process_that_exits_before_ready_is_reported_with_its_stderr() -> None
     url = f"http://127.0.0.1:{free_port()}/"
     with pytest.raises(RuntimeError, match="no config here"), process(cmd, url, "broken server"):
         pass
+
+
+def test_the_rss_trace_follows_each_process_of_a_tree_apart() -> None:
+    # A parent holding ~1 MiB whose child grows 60 MiB: one figure for the tree would hide who.
+    child = "import time; b = bytearray(60 * 2**20); time.sleep(30)"
+    parent = (
+        "import subprocess, sys, time; "
+        f"subprocess.Popen([sys.executable, '-c', {child!r}]); time.sleep(30)"
+    )
+    proc = subprocess.Popen([sys.executable, "-c", parent])
+    try:
+        time.sleep(1.5)
+        with RssTrace(proc.pid, every_s=0.2) as trace:
+            time.sleep(0.7)
+    finally:
+        for c in psutil.Process(proc.pid).children(recursive=True):
+            c.kill()
+        proc.kill()
+    assert len(trace.samples) >= 3
+    last = trace.samples[-1][1]
+    assert set(last) >= {proc.pid} and len(last) == 2
+    kid = next(pid for pid in last if pid != proc.pid)
+    assert last[kid] - last[proc.pid] > 50
+    summary = trace.summary()
+    assert f"pid {proc.pid}: min" in summary and f"pid {kid}: min" in summary
