@@ -87,7 +87,10 @@ def node_of(conclusion: Conclusion, text_hosts: list[str]) -> str | None:
     hosts = distinct([f.event.node for f in own if f.event.node])
     if len(hosts) == 1:
         return hosts[0]
-    if hosts:  # several nodes show it: the first to fail, if the text's clocks say so
+    if hosts:  # several nodes show it: the one peer they all name, or the first to fail
+        shared = shared_peer(own, hosts)
+        if shared:
+            return _as_named(shared, distinct(text_hosts))
         return first_in_time(own, conclusion.verdict)
     others = distinct(text_hosts)
     return others[0] if len(others) == 1 else None
@@ -107,6 +110,15 @@ def most_named(peers: list[str]) -> str | None:
         return spelled[ranked[0][0]]
     (top, n), (_, second) = ranked[0], ranked[1]
     return spelled[top] if n > second and n >= 2 else None
+
+
+def shared_peer(own: list[Finding], hosts: list[str]) -> str | None:
+    """The one peer that every host's own failure names (InfiniBand completions that several
+    hosts got from one peer), when it is none of those hosts; else None."""
+    named = {f.verdict.peer_named.lower() if f.verdict.peer_named else "" for f in own}
+    if len(named) != 1 or "" in named or named & {h.lower() for h in hosts}:
+        return None
+    return next(f.verdict.peer_named for f in own if f.verdict.peer_named)
 
 
 _CASCADE = {Category.USER_CODE, Category.OOM_HOST, Category.OOM_GPU}
