@@ -12,7 +12,7 @@ import logging
 from collector.health import SourceHealth
 from collector.parse.joblog import parse_job_text
 from collector.parse.kernel import parse_kernel_text
-from correlator.explain.hosts import clean_host, host_in_line
+from correlator.explain.hosts import clean_host, host_in_line, prefix_hosts
 from correlator.explain.readers_gpu import (
     ReadResult,
     _event,
@@ -112,10 +112,13 @@ def _fallback(lines: list[str], skip: set[int], hints: list[str | None]) -> list
     return events
 
 
-def _attach_hosts(events: list[Event], lines: list[str], hints: list[str | None]) -> None:
+def _attach_hosts(
+    events: list[Event], texts: tuple[list[str], ...], hints: list[str | None]
+) -> None:
     index: dict[str, int] = {}
-    for n, line in enumerate(lines):
-        index.setdefault(line.strip(), n)
+    for lines in texts:  # the parsers read the lines without their pdsh prefix
+        for n, line in enumerate(lines):
+            index.setdefault(line.strip(), n)
     for ev in events:
         if ev.node:
             ev.node = clean_host(ev.node)
@@ -124,6 +127,17 @@ def _attach_hosts(events: list[Event], lines: list[str], hints: list[str | None]
         host = ev.payload.get("host") if isinstance(ev.payload.get("host"), str) else None
         at = index.get(first)
         ev.node = clean_host(host) or host_in_line(first) or (hints[at] if at is not None else None)
+
+
+def unprefixed(lines: list[str]) -> list[str]:
+    """The lines without the "host: " prefix pdsh/clush (DeepSpeed's multinode runner) puts in
+    front of each remote line, where prefix_hosts found one: the job-log parser's multi-line
+    blocks (a ChildFailedError table, "Last error:") start at the line's own beginning."""
+    # a known prefix host's indented lines ("gpu-01:   time      : ...") count too
+    known = sorted({f"{h}: " for h in prefix_hosts(lines) if h}, key=len, reverse=True)
+    if not known:
+        return lines
+    return [next((ln[len(p) :] for p in known if ln.startswith(p)), ln) for ln in lines]
 
 
 def read_events(text: str) -> list[Event]:
@@ -135,12 +149,13 @@ def read(text: str) -> tuple[list[Event], list[str]]:
     """(events, every host the text names by a known convention) in one pass over the text."""
     lines = text.splitlines()
     structured = _structured(text, lines)
-    rest = "\n".join("" if i in structured.claimed else ln for i, ln in enumerate(lines))
+    bare = unprefixed(lines)
+    rest = "\n".join("" if i in structured.claimed else ln for i, ln in enumerate(bare))
     parsed = _parsed(rest)
     covered = {raw.strip() for ev in parsed for raw in (ev.raw or "").splitlines()}
     hints = context_hosts(lines)
-    skip = structured.claimed | {i for i, ln in enumerate(lines) if ln.strip() in covered}
+    skip = structured.claimed | {i for i, ln in enumerate(bare) if ln.strip() in covered}
     events = structured.events + parsed + _fallback(lines, skip, hints)
-    _attach_hosts(events, lines, hints)
+    _attach_hosts(events, (bare, lines), hints)
     hosts = [h for i, ln in enumerate(lines) if (h := hints[i] or host_in_line(ln))]
     return events, hosts

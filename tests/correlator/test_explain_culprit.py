@@ -209,3 +209,30 @@ def test_deepspeed_lines_behind_pdsh_prefixes_are_ordered_by_their_own_timestamp
     )
     got = explain_text(text)
     assert (got.category, got.blame, got.node) == ("user_code", "job", "gpu-02")
+
+
+def test_elastic_failure_tables_behind_pdsh_prefixes_are_read_and_ordered() -> None:
+    # pdsh prints each remote line verbatim behind "host: ", indented table rows included
+    def pdsh(host: str, text: str) -> str:
+        return "".join(f"{host}: {line}\n" for line in text.splitlines())
+
+    text = pdsh("gpu-01", _ELASTIC.format(time="2024-06-16_20:34:40", host="gpu-01", rank=0, pid=1))
+    text += pdsh(
+        "gpu-02", _ELASTIC.format(time="2024-06-16_20:34:01", host="gpu-02", rank=8, pid=2)
+    )
+    got = explain_text(text)
+    assert (got.category, got.blame, got.node) == ("user_code", "job", "gpu-02")
+
+
+def test_an_nccl_last_error_block_behind_a_pdsh_prefix_names_the_peer_it_quotes() -> None:
+    text = (
+        "gpu-01: torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/"
+        "NCCLUtils.hpp:275, remote process exited or there was a network error, NCCL version "
+        "2.20.5\n"
+        "gpu-01: ncclRemoteError: A call failed possibly due to a network error or a remote "
+        "process exiting prematurely.\n"
+        "gpu-01: Last error:\n"
+        "gpu-01: socketProgress: Connection closed by remote peer gpu-02<39224>\n"
+    )
+    got = explain_text(text)
+    assert (got.category, got.blame, got.node) == ("interconnect", "unknown", "gpu-02")
