@@ -43,10 +43,6 @@ KNOWN_TRAINING_MISSES: dict[str, str] = {
         "a lost GPU and fatal NVSwitch SXids: the rules rank the lost GPU first, the label "
         "blames the NVSwitch fabric that took it down"
     ),
-    "333_orte-lost-daemon-sge-commlib-hostname.txt": (
-        "old ORTE wording names the lost node on a 'hostname:' line two lines below the message"
-    ),
-    "359_ray-old-memory-monitor-node-name.txt": "the node name is wrapped onto the next line",
     "425_caffe-nccl-check-failed-unhandled-cuda.txt": (
         "markdown italics in the paste cut NCCL's 'unhandled cuda error' into 'cuda _error_'"
     ),
