@@ -107,3 +107,27 @@ def test_slurms_failed_banner_is_a_consequence_that_yields_to_the_cause() -> Non
     )
     got = explain_text(oom + failed)
     assert (got.category, got.blame, got.node) == ("oom_host", "job", "node1")
+
+
+def test_a_remote_error_whose_last_error_is_an_ib_completion_is_the_fabric_fault() -> None:
+    # PyTorch's NCCL error text (torch/csrc/distributed/c10d/NCCLUtils: the error string, then
+    # ncclGetLastError's "Last error:"), on one line as some terminals print the what() message
+    # and on separate lines as NCCL 2.20+ builds it
+    last = (
+        "NET/IB : Got completion from peer 10.0.0.9<39138> with error 12, opcode 0, len 0, "
+        "vendor err 129"
+    )
+    head = (
+        "what(): NCCL error: remote process exited or there was a network error, NCCL version "
+        "2.14.3"
+    )
+    remote = (
+        "ncclRemoteError: A call failed possibly due to a network error or a remote process "
+        "exiting prematurely."
+    )
+    for text in (
+        f"{head} {remote} Last error: {last}\n",
+        f"{head}\n{remote}\nLast error:\n{last}\n",
+    ):
+        got = explain_text(text)
+        assert (got.category, got.blame, got.node) == ("interconnect", "infra", None), text
