@@ -4,7 +4,7 @@ Top level (whole corpus, as before): {"n", "category_accuracy", "blame_accuracy"
 "node_accuracy"}. Added: the same figures and more for each split ("training", "validation",
 "validation_new_sources": validation cases whose source is not one of the original 92 cases';
 "training_added_after_split": the training cases issue #11's second and third rounds added,
-"training_added_round3" / "training_added_round4": those of the third / fourth round alone),
+"training_added_round3" / "_round4" / "_round5": those of the third / fourth / fifth round alone),
 "before":
 the frozen figures the rules scored before issue #11 changed any rule, "round1": the
 figures round one of issue #11 left (benchmarks/explain_round1.json), "round2": the figures
@@ -119,6 +119,8 @@ def evaluate(corpus: Path, only: str | None = None) -> tuple[dict[str, Any], lis
             keys.append("training_added_round3")
         if case.get("round4"):
             keys.append("training_added_round4")
+        if case.get("round5"):
+            keys.append("training_added_round5")
         for key in keys:
             groups.setdefault(key, []).append(outcome)
         if split == "training" and not (
@@ -140,6 +142,7 @@ def evaluate(corpus: Path, only: str | None = None) -> tuple[dict[str, Any], lis
         "training_added_after_split",
         "training_added_round3",
         "training_added_round4",
+        "training_added_round5",
         "validation",
         "validation_new_sources",
         "validation_3",

@@ -65,6 +65,9 @@ def test_corpus_has_300_sourced_cases_from_150_sources_covering_every_category()
         assert case.get("round4", False) in (False, True), case["file"]
         if case.get("round4"):  # and so are round four's
             assert case["split"] == "training" and case["added_after_split"], case["file"]
+        assert case.get("round5", False) in (False, True), case["file"]
+        if case.get("round5"):  # and round five's
+            assert case["split"] == "training" and case["added_after_split"], case["file"]
         assert (CORPUS / case["file"]).read_text("utf-8").strip(), case["file"]
 
 
