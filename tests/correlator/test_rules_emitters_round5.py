@@ -131,3 +131,14 @@ def test_a_remote_error_whose_last_error_is_an_ib_completion_is_the_fabric_fault
     ):
         got = explain_text(text)
         assert (got.category, got.blame, got.node) == ("interconnect", "infra", None), text
+
+
+def test_c10d_bare_socket_errors_are_a_network_symptom_not_the_jobs_bug() -> None:
+    # torch/lib/c10d/Utils.hpp SYSCHECK: std::system_error(errno) -> strerror, EAGAIN ->
+    # "Socket Timeout"; Python shows them as a bare RuntimeError
+    for msg in ("Connection reset by peer", "Broken pipe", "Connection refused", "Socket Timeout"):
+        got = explain_text(f"[rank1]: RuntimeError: {msg}\n")
+        assert (got.category, got.blame, got.node) == ("interconnect", "unknown", None), msg
+    # a program's own error that merely mentions a socket stays the program's
+    got = explain_text("RuntimeError: Connection reset by peer while downloading weights\n")
+    assert got.category != "interconnect"
