@@ -9,8 +9,9 @@ Top level (whole corpus, as before): {"n", "category_accuracy", "blame_accuracy"
 the frozen figures the rules scored before issue #11 changed any rule, "round1": the
 figures round one of issue #11 left (benchmarks/explain_round1.json), "round2": the figures
 round two left, measured before round three changed any rule (benchmarks/explain_round2.json),
-and "round3": the figures round three left, measured before round four changed any rule
-(benchmarks/explain_round3.json).
+"round3": the figures round three left, measured before round four changed any rule
+(benchmarks/explain_round3.json), and "round4": the figures round four left, measured before
+round five changed any rule (benchmarks/explain_round4.json).
 "validation_3": a second held-out split gathered in round three from sources no other case
 uses, labelled and scored with round two's rules before any rule of round three was written.
 
@@ -37,6 +38,7 @@ BEFORE = Path(__file__).resolve().parent / "explain_before.json"
 ROUND1 = Path(__file__).resolve().parent / "explain_round1.json"
 ROUND2 = Path(__file__).resolve().parent / "explain_round2.json"
 ROUND3 = Path(__file__).resolve().parent / "explain_round3.json"
+ROUND4 = Path(__file__).resolve().parent / "explain_round4.json"
 _SPLITS = ("training", "validation", "validation_3")
 _JOB_TRUTH = {"user_code", "oom_host", "oom_gpu"}
 
@@ -166,7 +168,13 @@ def run(argv: list[str]) -> dict[str, Any]:
     args = parser.parse_args(argv)
     figures, misses = evaluate(args.corpus, args.split)
     if args.corpus == DEFAULT_CORPUS and args.split is None:
-        frozen = (("before", BEFORE), ("round1", ROUND1), ("round2", ROUND2), ("round3", ROUND3))
+        frozen = (
+            ("before", BEFORE),
+            ("round1", ROUND1),
+            ("round2", ROUND2),
+            ("round3", ROUND3),
+            ("round4", ROUND4),
+        )
         for key, path in frozen:
             if path.exists():
                 figures[key] = json.loads(path.read_text("utf-8"))
