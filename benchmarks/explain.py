@@ -4,13 +4,14 @@ Top level (whole corpus, as before): {"n", "category_accuracy", "blame_accuracy"
 "node_accuracy"}. Added: the same figures and more for each split ("training", "validation",
 "validation_new_sources": validation cases whose source is not one of the original 92 cases';
 "training_added_after_split": the training cases issue #11's second and third rounds added,
-"training_added_round3" / "training_added_round4": those of the third / fourth round alone),
+"training_added_round3" / "_round4" / "_round5": those of the third / fourth / fifth round alone),
 "before":
 the frozen figures the rules scored before issue #11 changed any rule, "round1": the
 figures round one of issue #11 left (benchmarks/explain_round1.json), "round2": the figures
 round two left, measured before round three changed any rule (benchmarks/explain_round2.json),
-and "round3": the figures round three left, measured before round four changed any rule
-(benchmarks/explain_round3.json).
+"round3": the figures round three left, measured before round four changed any rule
+(benchmarks/explain_round3.json), and "round4": the figures round four left, measured before
+round five changed any rule (benchmarks/explain_round4.json).
 "validation_3": a second held-out split gathered in round three from sources no other case
 uses, labelled and scored with round two's rules before any rule of round three was written.
 
@@ -37,6 +38,7 @@ BEFORE = Path(__file__).resolve().parent / "explain_before.json"
 ROUND1 = Path(__file__).resolve().parent / "explain_round1.json"
 ROUND2 = Path(__file__).resolve().parent / "explain_round2.json"
 ROUND3 = Path(__file__).resolve().parent / "explain_round3.json"
+ROUND4 = Path(__file__).resolve().parent / "explain_round4.json"
 _SPLITS = ("training", "validation", "validation_3")
 _JOB_TRUTH = {"user_code", "oom_host", "oom_gpu"}
 
@@ -119,6 +121,8 @@ def evaluate(corpus: Path, only: str | None = None) -> tuple[dict[str, Any], lis
             keys.append("training_added_round3")
         if case.get("round4"):
             keys.append("training_added_round4")
+        if case.get("round5"):
+            keys.append("training_added_round5")
         for key in keys:
             groups.setdefault(key, []).append(outcome)
         if split == "training" and not (
@@ -140,6 +144,7 @@ def evaluate(corpus: Path, only: str | None = None) -> tuple[dict[str, Any], lis
         "training_added_after_split",
         "training_added_round3",
         "training_added_round4",
+        "training_added_round5",
         "validation",
         "validation_new_sources",
         "validation_3",
@@ -163,7 +168,13 @@ def run(argv: list[str]) -> dict[str, Any]:
     args = parser.parse_args(argv)
     figures, misses = evaluate(args.corpus, args.split)
     if args.corpus == DEFAULT_CORPUS and args.split is None:
-        frozen = (("before", BEFORE), ("round1", ROUND1), ("round2", ROUND2), ("round3", ROUND3))
+        frozen = (
+            ("before", BEFORE),
+            ("round1", ROUND1),
+            ("round2", ROUND2),
+            ("round3", ROUND3),
+            ("round4", ROUND4),
+        )
         for key, path in frozen:
             if path.exists():
                 figures[key] = json.loads(path.read_text("utf-8"))

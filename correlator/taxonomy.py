@@ -44,3 +44,6 @@ class Verdict:
     # whether the host that logged the line is a suspect at all (not for timeouts/peer errors).
     culprit: str | None = None
     at_printer: bool = True
+    # A peer the line names while the host that logged it stays the suspect (an InfiniBand
+    # completion error): several hosts naming the same one peer point at that peer instead.
+    peer_named: str | None = None

@@ -63,7 +63,8 @@ def _strip_prefix(line: str) -> tuple[str, dict[str, Any]]:
     return line[m.end() :], extra
 
 
-def _leading_ts(line: str) -> float | None:
+def leading_ts(line: str) -> float | None:
+    """Epoch seconds of an ISO-like timestamp that opens the line (naive means UTC), or None."""
     m = _LEADING_TS.match(line)
     if not m:
         return None
@@ -98,7 +99,7 @@ def _event(
     payload = {**extra, **m.payload}
     if "rank" not in payload and "log_rank" in extra:
         payload["rank"] = extra["log_rank"]
-    when = ts if ts is not None else _leading_ts(raw)
+    when = ts if ts is not None else leading_ts(raw)
     if when is None:
         when, payload["ts_unknown"] = 0.0, True
     named = m.node if m.node and _HOST.fullmatch(m.node) else None

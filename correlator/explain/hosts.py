@@ -59,8 +59,12 @@ _LINE_PATTERNS: tuple[re.Pattern[str], ...] = (
     re.compile(r"\bNodeList=(?P<h>[A-Za-z0-9][\w.-]*)(?=\s|$)"),
     # torch elastic ChildFailedError block: "  host      : gpu-node-07"
     re.compile(r"^\s*host\s*:\s*(?P<h>\S+)\s*$"),
-    # Slurm: "*** JOB 12 ON gpu-node-07 CANCELLED ..." / "STEPD TERMINATED ON gpu-node-07 AT"
-    re.compile(r"\*\*\* (?:JOB|STEP) \S+ (?:STEPD TERMINATED )?ON (?P<h>\S+) (?:CANCELLED|AT)\b"),
+    # Slurm: "*** JOB 12 ON gpu-node-07 CANCELLED ..." / "STEPD TERMINATED ON gpu-node-07 AT" /
+    # "... ON gpu-node-07 UNCORRECTABLE MEMORY ERROR AT ..." / "... ON gpu-node-07 FAILED (...)"
+    re.compile(
+        r"\*\*\* (?:JOB|STEP) \S+ (?:STEPD TERMINATED )?ON (?P<h>\S+) "
+        r"(?:CANCELLED|AT|UNCORRECTABLE MEMORY ERROR|FAILED)\b"
+    ),
     # srun: "srun: error: gpu-node-07: task 4: Out Of Memory"
     re.compile(r"srun: error: (?P<h>[A-Za-z0-9][\w.-]*): tasks? [\d,-]+"),
     # scontrol show node / sinfo -N -l

@@ -8,11 +8,12 @@ any line that nothing else understood. Hosts are attached only where the text na
 from __future__ import annotations
 
 import logging
+import re
 
 from collector.health import SourceHealth
 from collector.parse.joblog import parse_job_text
 from collector.parse.kernel import parse_kernel_text
-from correlator.explain.hosts import clean_host, host_in_line
+from correlator.explain.hosts import clean_host, host_in_line, prefix_hosts
 from correlator.explain.readers_gpu import (
     ReadResult,
     _event,
@@ -88,6 +89,51 @@ def _continues(line: str, nxt: str) -> bool:
     return len(line.rstrip()) >= _WRAP_AT and _first_rule(nxt) is None
 
 
+# A help text's value on its own indented line below the sentence that introduces it, after at
+# most one blank line (Open MPI: "...its daemon located on node:" / "" / "  hostname:  gpu-07").
+_VALUE_BELOW = re.compile(r"^\s+[A-Za-z][\w ]{0,30}:\s+\S+\s*$")
+
+
+# The rules that read a node or peer out of the line: the only reason to join two lines.
+_READS_A_NODE = frozenset(r.name for r in PATTERNS if "peer" in r.regex.groupindex)
+
+
+def _rest_of(lines: list[str], i: int) -> int | None:
+    """The line that may carry the rest of line i: a value below it, or its wrapped tail
+    (cheap shape tests only; the rules decide afterwards)."""
+    line = lines[i].rstrip()
+    if line.endswith(":"):
+        for j in (i + 1, i + 2):
+            if j >= len(lines) or (lines[j].strip() and not _VALUE_BELOW.match(lines[j])):
+                return None
+            if lines[j].strip():
+                return j
+        return None
+    nxt = lines[i + 1] if i + 1 < len(lines) else ""
+    # cut mid-phrase (no sentence end) and continued at the next line's start
+    wrapped = len(line) >= _WRAP_AT and line[-1:].isalnum() and nxt[:1].isalnum()
+    return i + 1 if wrapped else None
+
+
+def joined_rests(lines: list[str]) -> tuple[list[str], dict[str, str]]:
+    """The lines, each joined with the rest of it on a line below (the value under a help text's
+    "...on node:", a terminal-wrapped tail) where only the whole names what a more specific
+    rule reads (the node), the rest's own line then left empty; and for each joined line the
+    two lines as the text has them (evidence is quoted verbatim)."""
+    out, verbatim = list(lines), {}
+    for i, line in enumerate(lines):
+        j = _rest_of(lines, i) if out[i] == line else None
+        alone = _first_rule(line) if j is not None else None
+        if j is None or alone is None or _first_rule(lines[j]) is not None:
+            continue  # a line that means something alone is not the rest of another
+        joined = f"{line.rstrip()} {lines[j].strip()}"
+        whole = _first_rule(joined)
+        if whole is not None and whole != alone and whole in _READS_A_NODE:
+            out[i], out[j] = joined, ""
+            verbatim[joined.strip()] = f"{line}\n{lines[j]}"
+    return out, verbatim
+
+
 def _fallback(lines: list[str], skip: set[int], hints: list[str | None]) -> list[Event]:
     events: list[Event] = []
     i = 0
@@ -112,10 +158,13 @@ def _fallback(lines: list[str], skip: set[int], hints: list[str | None]) -> list
     return events
 
 
-def _attach_hosts(events: list[Event], lines: list[str], hints: list[str | None]) -> None:
+def _attach_hosts(
+    events: list[Event], texts: tuple[list[str], ...], hints: list[str | None]
+) -> None:
     index: dict[str, int] = {}
-    for n, line in enumerate(lines):
-        index.setdefault(line.strip(), n)
+    for lines in texts:  # the parsers read the lines without their pdsh prefix
+        for n, line in enumerate(lines):
+            index.setdefault(line.strip(), n)
     for ev in events:
         if ev.node:
             ev.node = clean_host(ev.node)
@@ -124,6 +173,24 @@ def _attach_hosts(events: list[Event], lines: list[str], hints: list[str | None]
         host = ev.payload.get("host") if isinstance(ev.payload.get("host"), str) else None
         at = index.get(first)
         ev.node = clean_host(host) or host_in_line(first) or (hints[at] if at is not None else None)
+
+
+def unprefixed(lines: list[str]) -> list[str]:
+    """The lines without the "host: " prefix pdsh/clush (DeepSpeed's multinode runner) puts in
+    front of each remote line, where prefix_hosts found one: the job-log parser's multi-line
+    blocks (a ChildFailedError table, "Last error:") start at the line's own beginning."""
+    # a known prefix host's indented lines ("gpu-01:   time      : ...") count too
+    known = sorted({f"{h}: " for h in prefix_hosts(lines) if h}, key=len, reverse=True)
+    if not known:
+        return lines
+    return [next((ln[len(p) :] for p in known if ln.startswith(p)), ln) for ln in lines]
+
+
+def _verbatim(events: list[Event], verbatim: dict[str, str]) -> list[Event]:
+    """The events, a joined line's evidence quoted as the two lines the text has."""
+    for ev in events:
+        ev.raw = verbatim.get((ev.raw or "").strip(), ev.raw)
+    return events
 
 
 def read_events(text: str) -> list[Event]:
@@ -135,12 +202,18 @@ def read(text: str) -> tuple[list[Event], list[str]]:
     """(events, every host the text names by a known convention) in one pass over the text."""
     lines = text.splitlines()
     structured = _structured(text, lines)
-    rest = "\n".join("" if i in structured.claimed else ln for i, ln in enumerate(lines))
-    parsed = _parsed(rest)
+    bare, verbatim = joined_rests(unprefixed(lines))
+    rest = "\n".join("" if i in structured.claimed else ln for i, ln in enumerate(bare))
+    parsed = _verbatim(_parsed(rest), verbatim)
     covered = {raw.strip() for ev in parsed for raw in (ev.raw or "").splitlines()}
     hints = context_hosts(lines)
-    skip = structured.claimed | {i for i, ln in enumerate(lines) if ln.strip() in covered}
-    events = structured.events + parsed + _fallback(lines, skip, hints)
-    _attach_hosts(events, lines, hints)
+    skip = structured.claimed | {
+        i
+        for i, (a, b) in enumerate(zip(bare, lines, strict=True))
+        if {a.strip(), b.strip()} & covered
+    }
+    joined, verbatim = joined_rests(lines)  # the pattern rules read the pdsh prefix too
+    events = structured.events + parsed + _verbatim(_fallback(joined, skip, hints), verbatim)
+    _attach_hosts(events, (bare, lines), hints)
     hosts = [h for i, ln in enumerate(lines) if (h := hints[i] or host_in_line(ln))]
     return events, hosts

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
 
+from collector.parse.joblog import leading_ts
 from correlator.explain.hosts import distinct
 from correlator.rules import caused_by, classify_event
 from correlator.taxonomy import Category, Verdict
@@ -85,7 +87,10 @@ def node_of(conclusion: Conclusion, text_hosts: list[str]) -> str | None:
     hosts = distinct([f.event.node for f in own if f.event.node])
     if len(hosts) == 1:
         return hosts[0]
-    if hosts:  # several nodes show it: the first to fail, if the text's clocks say so
+    if hosts:  # several nodes show it: the one peer they all name, or the first to fail
+        shared = shared_peer(own, hosts)
+        if shared:
+            return _as_named(shared, distinct(text_hosts))
         return first_in_time(own, conclusion.verdict)
     others = distinct(text_hosts)
     return others[0] if len(others) == 1 else None
@@ -107,6 +112,15 @@ def most_named(peers: list[str]) -> str | None:
     return spelled[top] if n > second and n >= 2 else None
 
 
+def shared_peer(own: list[Finding], hosts: list[str]) -> str | None:
+    """The one peer that every host's own failure names (InfiniBand completions that several
+    hosts got from one peer), when it is none of those hosts; else None."""
+    named = {f.verdict.peer_named.lower() if f.verdict.peer_named else "" for f in own}
+    if len(named) != 1 or "" in named or named & {h.lower() for h in hosts}:
+        return None
+    return next(f.verdict.peer_named for f in own if f.verdict.peer_named)
+
+
 _CASCADE = {Category.USER_CODE, Category.OOM_HOST, Category.OOM_GPU}
 FIRST_MARGIN_S = 1.0
 
@@ -119,20 +133,36 @@ def first_in_time(own: list[Finding], verdict: Verdict) -> str | None:
         return None
     first: dict[str, float] = {}
     for f in own:
-        ev = f.event
-        if (
-            not ev.node
-            or ev.ts <= 0
-            or ev.payload.get("ts_unknown")
-            or ev.payload.get("ts_is_uptime")
-        ):
-            return None  # a clock the text does not show cannot order the hosts
-        key = ev.node.lower()
-        first[key] = min(first.get(key, ev.ts), ev.ts)
+        if not f.event.node:
+            return None
+        at = when(f.event)
+        key = f.event.node.lower()
+        first.setdefault(key, math.inf)
+        if at is not None:  # a line without a clock (pdsh's own report) leaves its host's time
+            first[key] = min(first[key], at)
     ordered = sorted(first.items(), key=lambda kv: kv[1])
-    if len(ordered) < 2 or ordered[1][1] - ordered[0][1] < FIRST_MARGIN_S:
+    # a host none of whose lines shows a clock cannot be ordered against the others
+    if len(ordered) < 2 or ordered[-1][1] == math.inf:
+        return None
+    if ordered[1][1] - ordered[0][1] < FIRST_MARGIN_S:
         return None
     return next(f.event.node for f in own if f.event.node and f.event.node.lower() == ordered[0][0])
+
+
+def when(ev: Event) -> float | None:
+    """When the event happened by the text's own clock (epoch seconds), or None."""
+    if ev.ts > 0 and not ev.payload.get("ts_unknown") and not ev.payload.get("ts_is_uptime"):
+        return ev.ts
+    stamp = ev.payload.get("time")
+    if ev.kind is EventKind.CHILD_FAILED and isinstance(stamp, str):
+        # torch elastic's failure table: "time : 2024-06-16_20:34:40", the failure's own time
+        # (ProcessFailure.timestamp_isoformat: datetime.isoformat(sep="_"))
+        return leading_ts(stamp.replace("_", "T", 1))
+    first = (ev.raw or "").split("\n", 1)[0]
+    if ev.node and first.startswith(f"{ev.node}: "):
+        # pdsh/DeepSpeed's "host: " in front of the line's own timestamp ("gpu-02: [2024-...")
+        return leading_ts(first[len(ev.node) + 2 :])
+    return None
 
 
 def gpu_of(conclusion: Conclusion) -> tuple[str | None, int | None]:

@@ -40,7 +40,8 @@ class PatternRule:
     family: str = ""  # the emitter family the rule comes from (see emitters/*.json)
     # Who the line points at: "printer" (the host that logged it), "peer" (the host captured in
     # the regex group `peer`; never the printer), "peer_or_printer" (the peer if the line names
-    # one, else the printer), "none" (a symptom every rank prints).
+    # one, else the printer), "none" (a symptom every rank prints), "printer_names_peer" (the
+    # printer, but the peer it names is kept: see Verdict.peer_named).
     culprit: str = "printer"
     # "" gives the fixed verdict; "exit" asks the signal reasoner (groups `code`/`signal`);
     # "xid" asks the Xid catalog (group `xid`).
@@ -64,7 +65,7 @@ class PatternRule:
             summary=self.summary,
             root_cause=self.root_cause,
             priority=self.priority,
-            at_printer=self.culprit == "printer",
+            at_printer=self.culprit in ("printer", "printer_names_peer"),
         )
 
     def judge(self, text: str, lower: str) -> Verdict | None:
@@ -83,6 +84,8 @@ class PatternRule:
             base = self.verdict()
         if base is None:
             return None
+        if self.culprit == "printer_names_peer":
+            return replace(base, at_printer=True, peer_named=peer_host(groups.get("peer")))
         peer = peer_host(groups.get("peer")) if self.culprit.startswith("peer") else None
         at_printer = self.culprit == "printer" or (self.culprit == "peer_or_printer" and not peer)
         return replace(base, culprit=peer, at_printer=at_printer)

@@ -153,3 +153,86 @@ def test_a_syslog_line_behind_a_pdsh_prefix_names_its_host() -> None:
     line = "gpu-04: Jan 01 09:58:00 gpu-04 kernel: NVRM: Xid (PCI:0000:3b:00): 79, GPU has fallen"
     got = explain_text(line + " off the bus.")
     assert (got.category, got.node) == ("gpu_hardware", "gpu-04")
+
+
+# torch elastic's failure entry, from torch/distributed/elastic/multiprocessing/errors/__init__.py
+# (_FAILURE_FORMAT_TEMPLATE; "time" is ProcessFailure.timestamp_isoformat(), i.e.
+# datetime.isoformat(sep="_"), and "host" socket.getfqdn()). Each node's agent prints its own.
+_ELASTIC = (
+    "torch.distributed.elastic.multiprocessing.errors.ChildFailedError:\n"
+    "============================================================\n"
+    "train.py FAILED\n"
+    "------------------------------------------------------------\n"
+    "Failures:\n"
+    "  <NO_OTHER_FAILURES>\n"
+    "------------------------------------------------------------\n"
+    "Root Cause (first observed failure):\n"
+    "[0]:\n"
+    "  time      : {time}\n"
+    "  host      : {host}\n"
+    "  rank      : {rank} (local_rank: 0)\n"
+    "  exitcode  : 1 (pid: {pid})\n"
+    "  error_file: <N/A>\n"
+    "  traceback : To enable traceback see: https://pytorch.org/docs/stable/elastic/errors.html\n"
+    "============================================================\n"
+)
+
+
+def test_elastic_failure_tables_of_two_hosts_name_the_host_whose_failure_time_is_first() -> None:
+    text = _ELASTIC.format(time="2024-06-16_20:34:40", host="gpu-01", rank=0, pid=11)
+    text += _ELASTIC.format(time="2024-06-16_20:34:01", host="gpu-02", rank=8, pid=22)
+    got = explain_text(text)
+    assert (got.category, got.blame, got.node) == ("user_code", "job", "gpu-02")
+
+
+def test_elastic_failure_times_less_than_a_second_apart_name_no_host() -> None:
+    text = _ELASTIC.format(time="2024-06-16_20:34:01", host="gpu-01", rank=0, pid=11)
+    text += _ELASTIC.format(time="2024-06-16_20:34:01", host="gpu-02", rank=8, pid=22)
+    assert explain_text(text).node is None
+
+
+def test_deepspeed_lines_behind_pdsh_prefixes_are_ordered_by_their_own_timestamps() -> None:
+    # DeepSpeed's launch.py sigkill_handler ("Killing subprocess %d", "%s exits with return code
+    # = %d") in its logger's "[%(asctime)s] [%(levelname)s] [file:line:func]" format; the
+    # multinode runner's pdsh puts "host: " in front; pdsh's own "ssh exited" line has no clock.
+    cmd = "['/usr/bin/python3', '-u', 'train.py', '--local_rank=0']"
+    text = (
+        "gpu-01: [2024-01-01 10:00:05,100] [INFO] [launch.py:315:sigkill_handler] Killing "
+        "subprocess 1234\n"
+        f"gpu-01: [2024-01-01 10:00:05,200] [ERROR] [launch.py:321:sigkill_handler] {cmd} exits "
+        "with return code = 1\n"
+        "gpu-02: [2024-01-01 10:00:01,000] [INFO] [launch.py:315:sigkill_handler] Killing "
+        "subprocess 999\n"
+        f"gpu-02: [2024-01-01 10:00:01,100] [ERROR] [launch.py:321:sigkill_handler] {cmd} exits "
+        "with return code = 1\n"
+        "pdsh@gpu-01: gpu-02: ssh exited with exit code 1\n"
+    )
+    got = explain_text(text)
+    assert (got.category, got.blame, got.node) == ("user_code", "job", "gpu-02")
+
+
+def test_elastic_failure_tables_behind_pdsh_prefixes_are_read_and_ordered() -> None:
+    # pdsh prints each remote line verbatim behind "host: ", indented table rows included
+    def pdsh(host: str, text: str) -> str:
+        return "".join(f"{host}: {line}\n" for line in text.splitlines())
+
+    text = pdsh("gpu-01", _ELASTIC.format(time="2024-06-16_20:34:40", host="gpu-01", rank=0, pid=1))
+    text += pdsh(
+        "gpu-02", _ELASTIC.format(time="2024-06-16_20:34:01", host="gpu-02", rank=8, pid=2)
+    )
+    got = explain_text(text)
+    assert (got.category, got.blame, got.node) == ("user_code", "job", "gpu-02")
+
+
+def test_an_nccl_last_error_block_behind_a_pdsh_prefix_names_the_peer_it_quotes() -> None:
+    text = (
+        "gpu-01: torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/"
+        "NCCLUtils.hpp:275, remote process exited or there was a network error, NCCL version "
+        "2.20.5\n"
+        "gpu-01: ncclRemoteError: A call failed possibly due to a network error or a remote "
+        "process exiting prematurely.\n"
+        "gpu-01: Last error:\n"
+        "gpu-01: socketProgress: Connection closed by remote peer gpu-02<39224>\n"
+    )
+    got = explain_text(text)
+    assert (got.category, got.blame, got.node) == ("interconnect", "unknown", "gpu-02")

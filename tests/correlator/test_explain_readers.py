@@ -213,3 +213,45 @@ def test_nvidia_smi_q_status_fields_read_structurally(healthy: str, failing: str
     got = explain_text(text.replace(healthy, line))
     assert got.category == "gpu_hardware"
     assert [e.strip() for e in got.evidence] == [line.strip()]
+
+
+def test_open_mpis_node_died_help_text_names_the_node_on_its_hostname_line() -> None:
+    # orte/mca/errmgr/base/help-errmgr-base.txt [node-died], the older wording: the node is
+    # printed on its own "  hostname:  %s" line below the sentence, after a blank line
+    text = (
+        "--------------------------------------------------------------------------\n"
+        "ORTE has lost communication with its daemon located on node:\n"
+        "\n"
+        "  hostname:  gpu-07\n"
+        "\n"
+        "This is usually due to either a failure of the TCP network\n"
+        "connection to the node, or possibly an internal failure of\n"
+        "the daemon itself. We cannot recover from this failure, and\n"
+        "therefore will terminate the job.\n"
+    )
+    got = explain_text(text)
+    assert (got.category, got.blame, got.node) == ("interconnect", "unknown", "gpu-07")
+
+
+def test_a_node_name_wrapped_onto_the_next_line_is_read_with_its_sentence() -> None:
+    # python/ray/memory_monitor.py (Ray 1.x): "More than %d%% of the memory on node %s is used
+    # (%s / %s GB). The top 10 memory consumers are:", cut by a terminal before the node
+    text = (
+        "ray.memory_monitor.RayOutOfMemoryError: More than 95% of the memory on node\n"
+        "gpu-07 is used (11.8 / 12.3 GB). The top 10 memory consumers are:\n"
+    )
+    got = explain_text(text)
+    assert (got.category, got.blame, got.node) == ("oom_host", "job", "gpu-07")
+
+
+def test_a_finished_sentence_is_not_joined_with_the_line_below_it() -> None:
+    # torch/utils/data/_utils/signal_handling.py's message ends its sentence; the next line is
+    # Python's own chaining note, not its continuation
+    text = (
+        "RuntimeError: DataLoader worker (pid 108439) is killed by signal: Killed.\n"
+        "The above exception was the direct cause of the following exception:\n"
+    )
+    events = read_events(text)
+    assert any(ev.raw == "RuntimeError: DataLoader worker (pid 108439) is killed by signal: Killed."
+               for ev in events)  # fmt: skip
+    assert explain_text(text).category == "oom_host"

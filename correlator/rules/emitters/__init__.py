@@ -7,6 +7,7 @@ text) and the verdict that the emitter's documented meaning gives it:
     {"name", "pattern", "means", "category", "blame", "confidence", "priority", "summary",
      "action", optional "root_cause" (default true), "culprit" ("printer" | "peer" | "none"),
      "culprit" may also be "peer_or_printer" (the named peer, else the host that logged it),
+     or "printer_names_peer" (the host that logged it; the peer group is kept as peer_named),
      "reason" ("exit" | "xid": the verdict comes from the signal reasoner or the Xid catalog),
      "shell" (exit codes use 128 + signal), "kinds" (limit to these event kinds),
      "fallback" (true: the family's catch-all for its generic failure line, tried after every
