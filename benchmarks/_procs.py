@@ -79,10 +79,20 @@ def _stop(proc: subprocess.Popen[bytes]) -> None:
         proc.kill()
 
 
+def rss_by_pid(pid: int) -> dict[int, float]:
+    """Resident memory of a process and each of its children, in MiB (a child that ended
+    while being read is left out)."""
+    p = psutil.Process(pid)
+    out = {}
+    for c in [p, *p.children(recursive=True)]:
+        with contextlib.suppress(psutil.NoSuchProcess):
+            out[c.pid] = c.memory_info().rss / 2**20
+    return out
+
+
 def rss_mb(pid: int) -> float:
     """Resident memory of a process and its children, in MiB."""
-    p = psutil.Process(pid)
-    return sum(c.memory_info().rss for c in [p, *p.children(recursive=True)]) / 2**20
+    return sum(rss_by_pid(pid).values())
 
 
 class RssTrace:
@@ -116,13 +126,7 @@ class RssTrace:
     def sample(self) -> None:
         """Record each process's RSS now (a process that just ended is left out)."""
         with contextlib.suppress(psutil.Error):
-            p = psutil.Process(self.pid)
-            tree = [p, *p.children(recursive=True)]
-            by_pid = {}
-            for c in tree:
-                with contextlib.suppress(psutil.Error):
-                    by_pid[c.pid] = c.memory_info().rss / 2**20
-            self.samples.append((time.monotonic() - self._started, by_pid))
+            self.samples.append((time.monotonic() - self._started, rss_by_pid(self.pid)))
 
     def summary(self) -> str:
         """Per process: RSS at each sample in MiB, with its minimum and maximum over the run."""

@@ -1,11 +1,13 @@
 """Handing the heap that large reads freed back to the operating system.
 
 At 100k GPUs one detector check reads answers of a hundred thousand series. CPython frees
-those objects when the check ends, but glibc keeps the freed pages inside its arenas for
-reuse: the leading worker's RSS climbed in steps at each profile and idle pass (790 MB at
-minute 7 to 1,055 MB at minute 19 of a 20-minute run, issue #12) while the other worker,
-which serves the same ingest without the checks, held at 265-293 MB. `malloc_trim(0)` after
-each pass that ran a check gives those pages back (the same run with it ended at 808 MB).
+those objects when the check ends, but glibc keeps the pages it got for them inside its arenas
+for reuse. `malloc_trim(0)` after each pass that ran a check gives those pages back: up to
+417 MB at a time in the 100k runs of issue #12, in at most 166 ms.
+
+It does not make the leader's RSS flat. Most of what stays is CPython's own small-object arenas
+(pymalloc), each held by a few live objects, which glibc's trim cannot reach (README,
+"the leader's memory").
 
 ctypes releases the GIL for the call, so the lease thread and the request handlers run on
 while it walks the arenas. Where the C library has no `malloc_trim` (musl, macOS), nothing
@@ -16,11 +18,12 @@ from __future__ import annotations
 
 import ctypes
 import logging
-import os
 import time
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
+
+import psutil
 
 log = logging.getLogger(__name__)
 
@@ -33,8 +36,8 @@ class Trim:
 
     released: bool
     took_s: float
-    rss_before_mb: float | None
-    rss_after_mb: float | None
+    rss_before_mb: float
+    rss_after_mb: float
 
 
 @cache
@@ -45,14 +48,9 @@ def _malloc_trim() -> Any | None:
         return None
 
 
-def _rss_mb() -> float | None:
-    """This process's resident set in MB, from /proc (None where there is no /proc)."""
-    try:
-        with open("/proc/self/statm", encoding="ascii") as f:
-            pages = int(f.read().split()[1])
-    except (OSError, ValueError, IndexError):
-        return None
-    return pages * os.sysconf("SC_PAGE_SIZE") / 2**20
+def _rss_mb() -> float:
+    """This process's resident set in MiB."""
+    return float(psutil.Process().memory_info().rss) / 2**20
 
 
 def available() -> bool:
@@ -70,15 +68,5 @@ def trim() -> Trim | None:
     took = time.perf_counter() - started
     result = Trim(released, took, before, _rss_mb())
     level = logging.WARNING if took >= _SLOW_S else logging.INFO
-    log.log(
-        level,
-        "heap trim: RSS %s -> %s MB in %.3f s",
-        _fmt(result.rss_before_mb),
-        _fmt(result.rss_after_mb),
-        took,
-    )
+    log.log(level, "heap trim: RSS %.0f -> %.0f MB in %.3f s", before, result.rss_after_mb, took)
     return result
-
-
-def _fmt(mb: float | None) -> str:
-    return "?" if mb is None else f"{mb:.0f}"
