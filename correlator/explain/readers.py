@@ -202,7 +202,8 @@ def read(text: str) -> tuple[list[Event], list[str]]:
     """(events, every host the text names by a known convention) in one pass over the text."""
     lines = text.splitlines()
     structured = _structured(text, lines)
-    bare, verbatim = joined_rests(unprefixed(lines))
+    source = unprefixed(lines)
+    bare, verbatim = joined_rests(source)
     rest = "\n".join("" if i in structured.claimed else ln for i, ln in enumerate(bare))
     parsed = _verbatim(_parsed(rest), verbatim)
     covered = {raw.strip() for ev in parsed for raw in (ev.raw or "").splitlines()}
@@ -212,7 +213,8 @@ def read(text: str) -> tuple[list[Event], list[str]]:
         for i, (a, b) in enumerate(zip(bare, lines, strict=True))
         if {a.strip(), b.strip()} & covered
     }
-    joined, verbatim = joined_rests(lines)  # the pattern rules read the pdsh prefix too
+    # the pattern rules read the pdsh prefix too; without one, both readings are the same
+    joined, verbatim = (bare, verbatim) if source is lines else joined_rests(lines)
     events = structured.events + parsed + _verbatim(_fallback(joined, skip, hints), verbatim)
     _attach_hosts(events, (bare, lines), hints)
     hosts = [h for i, ln in enumerate(lines) if (h := hints[i] or host_in_line(ln))]
