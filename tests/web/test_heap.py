@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import logging
+import subprocess
+import sys
 
 import pytest
 from sqlalchemy import Engine
@@ -17,21 +20,35 @@ from web.wiring import configure_runtime
 glibc = pytest.mark.skipif(not heap.available(), reason="the C library has no malloc_trim")
 
 
+# Run in a process of its own: in a test session's process, already hundreds of MB, the chunks
+# would reuse heap that earlier tests freed and the heap would not grow.
+_CHUNKS = """
+import json
+from web import heap
+base = heap._rss_mb()
+# 2 KiB objects live in glibc's heap (not pymalloc's); one in 16 kept alive pins every
+# page range, so freeing the rest leaves free pages that glibc keeps unless trimmed.
+chunks = [bytes(2048) + bytes([i % 251]) for i in range(40_000)]
+kept = chunks[15::16]
+grown = heap._rss_mb()
+del chunks
+done = heap.trim()
+print(json.dumps({"base": base, "grown": grown, "kept": len(kept),
+                  "before": done and done.rss_before_mb, "after": done and done.rss_after_mb}))
+"""
+
+
 @glibc
 def test_a_trim_returns_the_pages_freed_between_live_chunks() -> None:
-    base = heap._rss_mb()
-    assert base is not None
-    # 2 KiB objects live in glibc's heap (not pymalloc's); one in 16 kept alive pins every
-    # page range, so freeing the rest leaves free pages that glibc keeps unless trimmed.
-    chunks = [bytes(2048) + bytes([i % 251]) for i in range(40_000)]
-    kept = chunks[15::16]
-    grown = heap._rss_mb()
-    assert grown is not None and grown - base > 40
-    del chunks
-    done = heap.trim()
-    assert done is not None and done.rss_before_mb is not None and done.rss_after_mb is not None
-    assert done.rss_before_mb - done.rss_after_mb > (grown - base) / 2
-    assert len(kept) == 2500
+    run = subprocess.run(
+        [sys.executable, "-c", _CHUNKS], capture_output=True, text=True, check=True, timeout=60
+    )
+    got = json.loads(run.stdout.splitlines()[-1])
+    base, grown = got["base"], got["grown"]
+    assert grown - base > 40
+    assert got["before"] is not None and got["after"] is not None
+    assert got["before"] - got["after"] > (grown - base) / 2
+    assert got["kept"] == 2500
 
 
 def test_trim_does_nothing_where_the_c_library_cannot(monkeypatch: pytest.MonkeyPatch) -> None:
