@@ -257,6 +257,11 @@ def run(argv: list[str]) -> dict[str, object]:
     p.add_argument(
         "--rss-every", type=float, default=30.0, help="seconds between per-process RSS samples"
     )
+    p.add_argument(
+        "--correlator-process",
+        action="store_true",
+        help="the leader's correlator passes in a child process (correlator_process)",
+    )
     args = p.parse_args(argv)
     logging.getLogger("httpx").setLevel(logging.WARNING)
     fleet = ScaleFleet(args.gpus)
@@ -272,6 +277,7 @@ def run(argv: list[str]) -> dict[str, object]:
             "FLEETMEDIC_AGENT_TOKENS": TOKEN,
             "FLEETMEDIC_LOG_LEVEL": os.environ.get("FLEETMEDIC_LOG_LEVEL", "WARNING"),
             "FLEETMEDIC_MAX_CONNECTIONS_PER_SOURCE": "1024",
+            "FLEETMEDIC_CORRELATOR_PROCESS": "true" if args.correlator_process else "false",
         }
         cmd = [sys.executable, "-m", "web.cli", "serve", "--port", str(port)]
         cmd += ["--workers", str(args.workers)]
@@ -310,7 +316,8 @@ def run(argv: list[str]) -> dict[str, object]:
         f"{load.errors} refused or failed (retried), server CPU {server_cpu:.0f} s "
         f"({1000 * server_cpu / max(load.requests, 1):.1f} ms per request), "
         f"interval {args.interval} s, {args.push_every} poll(s) per request, "
-        f"{args.senders} senders, {args.workers} server workers, {os.cpu_count()} cpus; "
+        f"{args.senders} senders, {args.workers} server workers, {os.cpu_count()} cpus, "
+        f"correlator in {'a child process' if args.correlator_process else 'the leader'}; "
         f"dashboard reads (ms): {dash}" + _index_note(index, load.samples),
         file=sys.stderr,
     )

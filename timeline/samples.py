@@ -179,7 +179,11 @@ def from_settings(settings: Settings) -> SampleStore:
 
         client = httpx.Client(timeout=settings.victoriametrics_timeout_s)
         vm = VmClient(settings.victoriametrics_url, client=client)
-        return VmSampleStore(vm, latest_lookback_s=settings.victoriametrics_latest_lookback_s)
+        return VmSampleStore(
+            vm,
+            latest_lookback_s=settings.victoriametrics_latest_lookback_s,
+            latest_recent_s=settings.victoriametrics_latest_recent_s,
+        )
     from timeline.samples_sql import SqlSampleStore
 
     return SqlSampleStore(

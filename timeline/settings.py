@@ -178,6 +178,12 @@ class Settings(BaseSettings):
     # After a pass that ran a hang or idle check, hand the heap its large reads freed back to
     # the OS (glibc malloc_trim): up to 417 MB a pass at 100k GPUs; the RSS still climbs slowly.
     correlator_trim_heap: bool = True
+    # Run the passes in a child process the leader replaces once its RSS after a pass is over
+    # correlator_process_max_rss_mb: large reads fragment CPython's heap, and only a process's
+    # exit gives that memory back (web/correlator_process.py). For fleets of thousands of GPUs.
+    correlator_process: bool = False
+    correlator_process_max_rss_mb: float = Field(default=600.0, gt=0.0)
+    correlator_process_timeout_s: float = Field(default=600.0, gt=0.0)  # a pass longer: killed
     correlator_failure_window_s: float = 300.0  # a failed job's root cause: events this long before
     correlator_failure_after_s: float = 60.0  # ...or this long after its end (late logs)
     correlator_nccl_lookback_s: float = 900.0  # NCCL watchdog waits 600 s before it times out
@@ -239,6 +245,9 @@ class Settings(BaseSettings):
     victoriametrics_url: str = "http://127.0.0.1:8428"  # single node, or vminsert+vmselect proxy
     victoriametrics_timeout_s: float = 10.0  # per request; a write retries twice, then 503
     victoriametrics_latest_lookback_s: float = 3600.0  # a GPU silent longer shows no sample
+    # The newest rows are read over this window first, the whole lookback only for GPUs silent
+    # this long: a reporting fleet's reads then cover minutes of points, not an hour's.
+    victoriametrics_latest_recent_s: float = Field(default=300.0, gt=0.0)
 
     # --- Prometheus source: GPU telemetry from a site's Prometheus scraping dcgm-exporter ---
     prometheus_enabled: bool = False

@@ -114,6 +114,8 @@ class ServerRuntime:
         # Loops that run on their own thread while leading (the healer): name -> target(stop).
         self.loops: dict[str, Callable[[threading.Event], None]] = {}
         self.healer: Any = None  # the HealerRunner when the healer is on (the API wakes it)
+        # Called when a term ends, after the jobs have stopped (the correlator's child process).
+        self.closers: list[Callable[[], None]] = []
         self._stop = threading.Event()
 
     def add(self, name: str, fn: Callable[[], object], interval_s: float) -> None:
@@ -208,6 +210,11 @@ class ServerRuntime:
         for thread in self._threads:
             thread.join(timeout=10)
         self._threads = []
+        for close in self.closers:
+            try:
+                close()
+            except Exception:
+                log.exception("closing %r at the end of a term failed", close)
 
 
 def _guarded(name: str, fn: Callable[[], object]) -> Callable[[], None]:

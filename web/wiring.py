@@ -4,6 +4,7 @@ the healer (observe mode unless its policy switches acting on)."""
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from timeline import queries
@@ -12,6 +13,7 @@ from web import heap
 from web.runtime import ScheduledSource, ServerRuntime
 
 if TYPE_CHECKING:
+    from correlator.models import CorrelationReport
     from healer.jobs import HealerRunner
 
 log = logging.getLogger(__name__)
@@ -75,12 +77,10 @@ def configure_runtime(runtime: ServerRuntime, settings: Settings) -> None:
         log.info("prometheus source every %.0f s", settings.prometheus_interval_s)
     healer = _healer(runtime, settings)
     if settings.correlator_enabled:
-        from correlator.jobs import run_correlator
+        run_pass = _correlator_pass(runtime, settings)
 
         def correlate() -> None:
-            report = run_correlator(runtime.factory, settings)
-            if settings.correlator_trim_heap and report is not None and report.checks_took_s:
-                heap.trim()
+            report = run_pass()
             changed = report is not None and (
                 report.incidents_opened or report.incidents_updated or report.incidents_resolved
             )
@@ -104,6 +104,34 @@ def configure_runtime(runtime: ServerRuntime, settings: Settings) -> None:
             settings.notify_interval_s,
             len(notifier.config.routes),
         )
+
+
+def _correlator_pass(
+    runtime: ServerRuntime, settings: Settings
+) -> Callable[[], CorrelationReport | None]:
+    """One correlator pass: in a child process the leader replaces when it has grown, or here."""
+    if settings.correlator_process:
+        from web.correlator_process import CorrelatorProcess
+
+        child = CorrelatorProcess(
+            settings,
+            max_rss_mb=settings.correlator_process_max_rss_mb,
+            timeout_s=settings.correlator_process_timeout_s,
+        )
+        runtime.closers.append(child.close)
+        log.info("correlator passes in a child process (replaced over %.0f MB)",
+                 settings.correlator_process_max_rss_mb)  # fmt: skip
+        return child.run_pass
+
+    from correlator.jobs import run_correlator
+
+    def in_process() -> CorrelationReport | None:
+        report = run_correlator(runtime.factory, settings)
+        if settings.correlator_trim_heap and report is not None and report.checks_took_s:
+            heap.trim()
+        return report
+
+    return in_process
 
 
 def _healer(runtime: ServerRuntime, settings: Settings) -> HealerRunner | None:

@@ -18,7 +18,7 @@ from timeline.db import unit_of_work
 from timeline.models import GpuInfo, Sample, SampleRow
 from timeline.samples_sql import SqlSampleStore
 from timeline.samples_vm import VmSampleStore
-from timeline.vm_client import VmClient, quote, selector
+from timeline.vm_client import VmClient, quote, quote_regex, selector
 
 pytestmark = pytest.mark.integration
 
@@ -242,3 +242,41 @@ def test_reads_of_some_gpus_ask_in_filtered_chunks(
                 vm.export_window_s = export_s
                 args = {"uuids": uuids, "since": T0 + 0.25, "until": end, "fields": FIELDS}
                 _close(vm.window_stats(s, **args), sql.window_stats(s, **args))
+
+
+def test_latest_reads_an_hour_back_only_for_the_gpus_silent_for_minutes(
+    session_factory: sessionmaker[Session], vm_store: VmSampleStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    now = float(int(time.time()))
+    ages = {"GPU-a": range(600, 0, -10), "GPU-b": range(2400, 1800, -10), "GPU-c.*|x": [5000]}
+    sql = SqlSampleStore()
+    with unit_of_work(session_factory) as s:
+        gpus = [GpuInfo(uuid=g, node=n, index=i) for i, (g, n) in enumerate(NODES.items())]
+        service.upsert_gpus(s, gpus=gpus, now=now)
+        parts = []
+        for gpu, node in NODES.items():
+            rows = [
+                SampleRow.of(Sample(ts=now - age + 0.5, gpu_uuid=gpu, util_gpu=float(age % 97),
+                                    power_w=None if age % 20 else 100.0 + age))
+                for age in ages[gpu]
+            ]  # fmt: skip
+            sql.append(s, node=node, samples=rows)
+            parts.append((node, rows))
+        vm_store.append_many(s, parts=parts)
+    asked: list[str] = []
+    query = vm_store.vm.query
+    monkeypatch.setattr(
+        vm_store.vm, "query", lambda expr, **kw: asked.append(expr) or query(expr, **kw)
+    )
+    with session_factory() as s:
+        for uuids in (None, ["GPU-a", "GPU-b"], ["GPU-b"]):
+            got = vm_store.latest(s, uuids=uuids, fields=FIELDS)
+            want = sql.latest(
+                s, uuids=["GPU-a", "GPU-b"] if uuids is None else uuids, fields=FIELDS
+            )
+            _close({g: {k: r[k] for k in ("ts", *FIELDS)} for g, r in got.items()},
+                   {g: {k: r[k] for k in ("ts", *FIELDS)} for g, r in want.items()})  # fmt: skip
+    assert "GPU-c.*|x" in sql.latest(s)  # silent past the lookback: SQL keeps it, VM not
+    hour = [e for e in asked if "[3600000ms]" in e and "unless" not in e]
+    only_b = f"gpu=~{quote_regex(['GPU-b'])}"
+    assert hour and all(only_b in e for e in hour), hour  # only the silent GPU's series
