@@ -34,7 +34,7 @@ from correlator import flows
 from correlator import hang as hang_detector
 from correlator import idle as idle_detector
 from correlator import service as correlator_service
-from timeline import db, history, queries, samples
+from timeline import db, fleet, history, queries, samples
 from timeline.settings import Settings
 
 TOKEN = "bench-token"
@@ -201,13 +201,15 @@ def _idle_reads(
 
 
 def _dashboard(factory: sessionmaker[Session], uuids: list[str], now: float) -> dict[str, float]:
-    """The pages' sample reads, timed (ms): newest sample of every GPU, the fleet heatmap over
-    the last hour, one node's GPU trends over the last hour."""
+    """The pages' sample reads, timed (ms): newest sample of every GPU (every field, as the
+    read API answers; the grid's five), the fleet heatmap over the last hour, one node's GPU
+    trends over the last hour."""
     out = {}
     with factory() as s:
         hour: dict[str, Any] = {"since": now - 3600, "until": now, "bucket_s": 60}
         for name, read in (
             ("latest_all", lambda: queries.latest_gpu_samples(s)),
+            ("fleet_grid_latest", lambda: fleet.read_latest(s)),
             ("heatmap_1h", lambda: history.node_utilization(s, **hour)),
             ("node_trends_1h", lambda: history.gpu_series(s, uuids=uuids[:8], **hour)),
         ):
