@@ -260,9 +260,9 @@ def run(argv: list[str]) -> dict[str, object]:
         "--rss-every", type=float, default=30.0, help="seconds between per-process RSS samples"
     )
     p.add_argument(
-        "--correlator-process",
+        "--correlator-in-leader",
         action="store_true",
-        help="the leader's correlator passes in a child process (correlator_process)",
+        help="the correlator's passes in the leader itself (correlator_process=false)",
     )
     args = p.parse_args(argv)
     logging.getLogger("httpx").setLevel(logging.WARNING)
@@ -279,7 +279,7 @@ def run(argv: list[str]) -> dict[str, object]:
             "FLEETMEDIC_AGENT_TOKENS": TOKEN,
             "FLEETMEDIC_LOG_LEVEL": os.environ.get("FLEETMEDIC_LOG_LEVEL", "WARNING"),
             "FLEETMEDIC_MAX_CONNECTIONS_PER_SOURCE": "1024",
-            "FLEETMEDIC_CORRELATOR_PROCESS": "true" if args.correlator_process else "false",
+            "FLEETMEDIC_CORRELATOR_PROCESS": "false" if args.correlator_in_leader else "true",
         }
         cmd = [sys.executable, "-m", "web.cli", "serve", "--port", str(port)]
         cmd += ["--workers", str(args.workers)]
@@ -319,7 +319,7 @@ def run(argv: list[str]) -> dict[str, object]:
         f"({1000 * server_cpu / max(load.requests, 1):.1f} ms per request), "
         f"interval {args.interval} s, {args.push_every} poll(s) per request, "
         f"{args.senders} senders, {args.workers} server workers, {os.cpu_count()} cpus, "
-        f"correlator in {'a child process' if args.correlator_process else 'the leader'}; "
+        f"correlator in {'the leader' if args.correlator_in_leader else 'a child process'}; "
         f"dashboard reads (ms): {dash}" + _index_note(index, load.samples),
         file=sys.stderr,
     )

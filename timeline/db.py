@@ -60,6 +60,12 @@ def _set_pragmas(dbapi_conn: Any, busy_ms: int) -> None:
     cur.close()
 
 
+def in_memory(url: str) -> bool:
+    """Whether `url` is an SQLite database in one process's memory (no other process sees it)."""
+    parsed = make_url(url)
+    return parsed.get_backend_name() == "sqlite" and parsed.database in (None, "", ":memory:")
+
+
 def make_engine(url: str, *, busy_timeout_s: float = 10.0, **kwargs: Any) -> Engine:
     """An engine for `url`; SQLite files get WAL, synchronous=NORMAL and a busy timeout.
 
@@ -69,7 +75,7 @@ def make_engine(url: str, *, busy_timeout_s: float = 10.0, **kwargs: Any) -> Eng
     """
     parsed = make_url(url)
     if parsed.get_backend_name() == "sqlite":
-        if parsed.database and parsed.database != ":memory:":
+        if parsed.database and not in_memory(url):
             Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
         engine = create_engine(
             url, connect_args={"check_same_thread": False, "timeout": busy_timeout_s}, **kwargs

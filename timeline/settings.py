@@ -180,8 +180,8 @@ class Settings(BaseSettings):
     correlator_trim_heap: bool = True
     # Run the passes in a child process the leader replaces once its RSS after a pass is over
     # correlator_process_max_rss_mb: large reads fragment CPython's heap, and only a process's
-    # exit gives that memory back (web/correlator_process.py). For fleets of thousands of GPUs.
-    correlator_process: bool = False
+    # exit gives that memory back (web/correlator_process.py). In-process on in-memory SQLite.
+    correlator_process: bool = True
     correlator_process_max_rss_mb: float = Field(default=600.0, gt=0.0)
     correlator_process_timeout_s: float = Field(default=600.0, gt=0.0)  # a pass longer: killed
     correlator_failure_window_s: float = 300.0  # a failed job's root cause: events this long before

@@ -7,7 +7,7 @@ import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from timeline import queries
+from timeline import db, queries
 from timeline.settings import Settings
 from web import heap
 from web.runtime import ScheduledSource, ServerRuntime
@@ -110,7 +110,8 @@ def _correlator_pass(
     runtime: ServerRuntime, settings: Settings
 ) -> Callable[[], CorrelationReport | None]:
     """One correlator pass: in a child process the leader replaces when it has grown, or here."""
-    if settings.correlator_process:
+    # An in-memory SQLite database is this process's own: a child would see an empty one.
+    if settings.correlator_process and not db.in_memory(settings.database_url):
         from web.correlator_process import CorrelatorProcess
 
         child = CorrelatorProcess(

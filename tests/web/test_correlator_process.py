@@ -101,13 +101,12 @@ def test_a_hung_pass_is_killed_after_its_timeout_and_the_next_runs_in_a_new_chil
     assert child.run_pass() is not None and child.pid != hung
 
 
-def test_the_server_correlates_in_a_child_when_set_and_stops_it_when_its_term_ends(
+def test_the_server_correlates_in_a_child_and_stops_it_when_its_term_ends(
     settings: Settings, engine: Engine
 ) -> None:
-    settings.correlator_process = True
     _ingest_xid(settings)
     runtime = ServerRuntime(sessionmaker(bind=engine))
-    configure_runtime(runtime, settings)
+    configure_runtime(runtime, settings)  # correlator_process is on by default
     runtime.jobs["correlator"]()
     (close,) = runtime.closers
     proc = close.__self__  # type: ignore[attr-defined]
@@ -121,9 +120,15 @@ def test_the_server_correlates_in_a_child_when_set_and_stops_it_when_its_term_en
     assert proc.pid is None and _gone(pid)
 
 
-def test_the_server_correlates_in_its_own_process_by_default(
-    settings: Settings, engine: Engine
+@pytest.mark.parametrize(
+    ("process", "url"), [(False, None), (True, "sqlite://"), (True, "sqlite:///:memory:")]
+)
+def test_the_server_correlates_in_its_own_process_when_off_or_on_an_in_memory_database(
+    settings: Settings, engine: Engine, process: bool, url: str | None
 ) -> None:
+    settings.correlator_process = process
+    if url is not None:
+        settings.database_url = url  # a child would open an empty database of its own
     runtime = ServerRuntime(sessionmaker(bind=engine))
     configure_runtime(runtime, settings)
     assert "correlator" in runtime.jobs and runtime.closers == []

@@ -80,6 +80,7 @@ def _correlate_with(
     trims: list[int] = []
     monkeypatch.setattr(correlator.jobs, "run_correlator", lambda *_a, **_k: report)
     monkeypatch.setattr(heap, "trim", lambda: trims.append(1))
+    settings.correlator_process = False  # the leader's own passes (in a child, the child trims)
     runtime = ServerRuntime(sessionmaker(bind=engine))
     configure_runtime(runtime, settings)
     runtime.jobs["correlator"]()
