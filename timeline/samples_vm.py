@@ -220,7 +220,10 @@ class VmSampleStore:
             }  # fmt: skip
         out = {}
         for (gpu, field), first in got["tfirst"].items():
-            if field != ROW:
+            last, count = got["tlast"].get((gpu, ROW)), got["count"].get((gpu, ROW))
+            # Rollups are separate queries: a GPU whose window's rows became searchable between
+            # them (written late) is missing from one. Left out until the next pass reads it whole.
+            if field != ROW or last is None or count is None:
                 continue
             per = {}
             for f in fields:
@@ -229,9 +232,7 @@ class VmSampleStore:
                     got["min"].get(key), got["max"].get(key), int(got["count"].get(key, 0)),
                     got["tfirst"].get(key), got["tlast"].get(key),
                 )  # fmt: skip
-            out[gpu] = WindowStats(
-                first, got["tlast"][(gpu, ROW)], int(got["count"][(gpu, ROW)]), per
-            )
+            out[gpu] = WindowStats(first, last, int(count), per)
         return out
 
     def last_above(
