@@ -24,6 +24,51 @@ def _single_host(nodelist: str | None) -> str | None:
     return clean_host(nodelist)
 
 
+# Slurm's job states (src/common/slurm_protocol_defs.c job_state_string, with the flag states
+# sacct prints). sacct's table cuts a longer value to its column and puts "+" last
+# (src/common/print_fields.c print_fields_str): the State column is 10 wide, so OUT_OF_MEMORY
+# prints as "OUT_OF_ME+" and "CANCELLED by 0" as "CANCELLED+".
+_JOB_STATES = (
+    "BOOT_FAIL",
+    "CANCELLED",
+    "COMPLETED",
+    "COMPLETING",
+    "CONFIGURING",
+    "DEADLINE",
+    "FAILED",
+    "LAUNCH_FAILED",
+    "NODE_FAIL",
+    "OUT_OF_MEMORY",
+    "PENDING",
+    "PREEMPTED",
+    "RECONFIG_FAIL",
+    "REQUEUED",
+    "REQUEUE_FED",
+    "REQUEUE_HOLD",
+    "RESIZING",
+    "RESV_DEL_HOLD",
+    "REVOKED",
+    "RUNNING",
+    "SIGNALING",
+    "SPECIAL_EXIT",
+    "STAGE_OUT",
+    "STOPPED",
+    "SUSPENDED",
+    "TIMEOUT",
+)
+
+
+def expand_state(state: str) -> str:
+    """A state sacct's table cut short ("OUT_OF_ME+"): the one job state it can be, else as is."""
+    if not state.endswith("+"):
+        return state
+    head = state[:-1].upper()
+    if head in _JOB_STATES:
+        return head  # "CANCELLED+" is "CANCELLED by <uid>"
+    fits = [s for s in _JOB_STATES if s.startswith(head)]
+    return fits[0] if len(fits) == 1 else state
+
+
 def _state_message(state: str, reason: str | None, job: str | None) -> str:
     parts = [f"State={state}"]
     if reason and reason not in ("None", "none"):
@@ -64,6 +109,7 @@ def _sacct_rows(
         if len(cells) != len(header):
             break  # the table ended (or a state with spaces such as "CANCELLED by 0")
         state = cells[state_col].strip().split()[0] if cells[state_col].strip() else ""
+        state = expand_state(state)
         if not state or state in ("COMPLETED", "RUNNING", "PENDING"):
             out.claimed.add(j)
             continue
