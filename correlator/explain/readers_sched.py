@@ -69,10 +69,14 @@ def expand_state(state: str) -> str:
     return fits[0] if len(fits) == 1 else state
 
 
-def _state_message(state: str, reason: str | None, job: str | None) -> str:
+def _state_message(
+    state: str, reason: str | None, job: str | None, exit_code: str | None = None
+) -> str:
     parts = [f"State={state}"]
     if reason and reason not in ("None", "none"):
         parts.append(f"Reason={reason}")
+    if exit_code and re.fullmatch(r"\d+:\d+", exit_code):
+        parts.append(f"ExitCode={exit_code}")  # sacct's <exit status>:<signal>
     if job:
         parts.insert(0, f"job {job}")
     return " ".join(parts)
@@ -117,11 +121,12 @@ def _sacct_rows(
         node = _single_host(cells[cols["nodelist"]].strip()) if "nodelist" in cols else None
         user = cells[cols["user"]].strip() if "user" in cols else None
         reason = cells[cols["reason"]].strip() if "reason" in cols else None
+        exit_code = cells[cols["exitcode"]].strip() if "exitcode" in cols else None
         out.events.append(
             _event(
                 EventKind.JOB_STATE,
                 lines[j],
-                _state_message(state, reason, job),
+                _state_message(state, reason, job, exit_code),
                 node=node,
                 job_id=(job or "").split(".")[0] or None,
                 payload={"state": state, "user": user or None, "scope": "sacct"},

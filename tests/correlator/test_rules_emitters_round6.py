@@ -364,3 +364,63 @@ def test_deepspeeds_pdsh_return_code_names_its_host_over_the_waiting_hosts() -> 
     )
     got = explain_text(text)
     assert (got.category, got.blame, got.node) == ("oom_host", "unknown", "gpu-03")
+
+
+# --- PyTorch c10d: the TCPStore server's port already in use (socket.cpp, libuv backend) ---
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "[W socket.cpp:464] [c10d] The server socket has failed to bind to [::]:29500 (errno: 98 - "
+        "Address already in use).\n[W socket.cpp:464] [c10d] The server socket has failed to bind "
+        "to 0.0.0.0:29500 (errno: 98 - Address already in use).\n[E socket.cpp:500] [c10d] The "
+        "server socket has failed to listen on any local network address.\n",
+        "torch.distributed.DistNetworkError: The server socket has failed to listen on any local "
+        "network address. port: 29500, useIpv6: false, code: -98, name: EADDRINUSE, message: "
+        "address already in use\n",
+    ],
+)
+def test_c10d_port_in_use_is_the_jobs_rendezvous_port(text: str) -> None:
+    got = explain_text(text)
+    assert (got.category, got.blame) == ("user_code", "job")
+
+
+# --- Slurm: sacct's ExitCode <status>:<signal> beside FAILED, slurmstepd's STEPD TERMINATED ---
+
+
+@pytest.mark.parametrize(
+    ("exit_code", "category", "blame"),
+    [
+        ("0:9", "oom_host", "unknown"),  # killed by SIGKILL, nothing else shown
+        ("137:0", "oom_host", "unknown"),  # the batch shell's 128 + 9
+        ("0:11", "user_code", "job"),  # SIGSEGV
+        ("1:0", "user_code", "job"),  # the script's own exit status
+    ],
+)
+def test_sacct_failed_reads_its_exit_code_and_signal(
+    exit_code: str, category: str, blame: str
+) -> None:
+    piped = f"JobID|JobName|State|ExitCode\n4242|train|FAILED|{exit_code}\n"
+    table = (
+        "JobID           JobName      State ExitCode \n"
+        "------------ ---------- ---------- -------- \n"
+        f"4242              train     FAILED {exit_code:>8} \n"
+    )
+    for text in (piped, table):
+        got = explain_text(text)
+        assert (got.category, got.blame) == (category, blame), text
+
+
+def test_a_cancelled_job_stays_the_schedulers_whatever_its_signal() -> None:
+    got = explain_text("JobID|JobName|State|ExitCode\n4242|train|CANCELLED by 1000|0:15\n")
+    assert (got.category, got.blame) == ("scheduler", "job")
+
+
+def test_stepd_terminated_banners_drain_the_node_they_name() -> None:
+    for why in ("JOB NOT RUNNING", "JOB NOT ENDING WITH SIGNALS"):
+        got = explain_text(
+            f"slurmstepd: error: *** STEP 4242.0 STEPD TERMINATED ON node12 AT "
+            f"2026-03-28T02:04:23 DUE TO {why} ***\n"
+        )
+        assert (got.category, got.blame, got.node) == ("node", "node", "node12"), why
