@@ -424,3 +424,59 @@ def test_stepd_terminated_banners_drain_the_node_they_name() -> None:
             f"2026-03-28T02:04:23 DUE TO {why} ***\n"
         )
         assert (got.category, got.blame, got.node) == ("node", "node", "node12"), why
+
+
+# --- nccl-tests (src/common.h): CUDACHECK / NCCLCHECK lines, the CUDA string decides ---
+
+
+@pytest.mark.parametrize(
+    ("string", "category", "blame"),
+    [
+        ("out of memory", "oom_gpu", "job"),
+        ("an illegal memory access was encountered", "user_code", "job"),
+        ("uncorrectable ECC error encountered", "gpu_hardware", "node"),
+        ("unknown error", "gpu_hardware", "unknown"),
+        ("invalid device ordinal", "user_code", "job"),
+    ],
+)
+def test_nccl_tests_cuda_failure_follows_the_cuda_string(
+    string: str, category: str, blame: str
+) -> None:
+    got = explain_text(f"gpu-01: Test CUDA failure common.cu:892 '{string}'\n")
+    assert (got.category, got.blame, got.node) == (category, blame, "gpu-01")
+
+
+def test_an_nccl_internal_error_yields_to_the_last_error_behind_it() -> None:
+    head = (
+        "torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/"
+        "ProcessGroupNCCL.cpp:1970, internal error - please report this issue to the NCCL "
+        "developers, NCCL version 2.19.3\nncclInternalError: Internal check failed.\n"
+    )
+    alone = explain_text(head)
+    assert (alone.category, alone.blame, alone.node) == ("interconnect", "unknown", None)
+    oom = explain_text(head + "Last error:\nCuda failure 2 'out of memory'\n")
+    assert (oom.category, oom.blame) == ("oom_gpu", "job")
+    ib = explain_text(
+        head + "Last error:\nNET/IB : Got completion from peer 10.0.0.9<1234> with error 12, "
+        "opcode 0, len 0, vendor err 129 (Recv)\n"
+    )
+    assert (ib.category, ib.blame) == ("interconnect", "infra")
+
+
+# --- serving engines: vLLM's worker and SGLang's model runner at start ---
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "ValueError: Free memory on device cuda:0 (7.34/15.49 GiB) on startup is less than "
+        "desired GPU memory utilization (0.8, 12.39 GiB). Decrease GPU memory utilization or "
+        "reduce GPU memory used by other processes.",
+        "ValueError: Free memory on device (3.27/15.98 GiB) on startup is less than desired GPU "
+        "memory utilization (0.9, 14.39 GiB)",
+        "RuntimeError: Not enough memory. Please try to increase --mem-fraction-static.",
+    ],
+)
+def test_serving_engines_gpu_memory_at_start_is_the_jobs_gpu_oom(line: str) -> None:
+    got = explain_text(line + "\n")
+    assert (got.category, got.blame) == ("oom_gpu", "job")
