@@ -480,3 +480,23 @@ def test_an_nccl_internal_error_yields_to_the_last_error_behind_it() -> None:
 def test_serving_engines_gpu_memory_at_start_is_the_jobs_gpu_oom(line: str) -> None:
     got = explain_text(line + "\n")
     assert (got.category, got.blame) == ("oom_gpu", "job")
+
+
+# --- mlx5 (en_main.c mlx5e_update_carrier): a port's link down, at the host that logged it ---
+
+
+def test_an_mlx5_link_down_is_the_fabric_at_the_logging_host_and_beats_the_timeouts() -> None:
+    down = "Jan  1 00:00:00 gpu-04 kernel: [12345.678] mlx5_core 0000:41:00.0 ibp65s0: Link down\n"
+    got = explain_text(down + f"gpu-02: {_WD.format(r=5)}\n")
+    assert (got.category, got.blame, got.node) == ("interconnect", "infra", "gpu-04")
+    up = explain_text("[12345.678] mlx5_core 0000:41:00.0 ibp65s0: Link up\n")
+    assert up.category is None
+
+
+def test_a_programs_cuda_error_outranks_a_link_flap_in_the_same_text() -> None:
+    text = (
+        "[12345.678] mlx5_core 0000:41:00.0 ibp65s0: Link down\n"
+        "RuntimeError: CUDA error: an illegal memory access was encountered\n"
+    )
+    got = explain_text(text)
+    assert (got.category, got.blame) == ("user_code", "job")
