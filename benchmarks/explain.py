@@ -10,8 +10,9 @@ the frozen figures the rules scored before issue #11 changed any rule, "round1":
 figures round one of issue #11 left (benchmarks/explain_round1.json), "round2": the figures
 round two left, measured before round three changed any rule (benchmarks/explain_round2.json),
 "round3": the figures round three left, measured before round four changed any rule
-(benchmarks/explain_round3.json), and "round4": the figures round four left, measured before
-round five changed any rule (benchmarks/explain_round4.json).
+(benchmarks/explain_round3.json), "round4": the figures round four left, measured before
+round five changed any rule (benchmarks/explain_round4.json), and "round5": the figures round
+five left, measured before round six changed any rule (benchmarks/explain_round5.json).
 "validation_3": a second held-out split gathered in round three from sources no other case
 uses, labelled and scored with round two's rules before any rule of round three was written.
 
@@ -39,6 +40,7 @@ ROUND1 = Path(__file__).resolve().parent / "explain_round1.json"
 ROUND2 = Path(__file__).resolve().parent / "explain_round2.json"
 ROUND3 = Path(__file__).resolve().parent / "explain_round3.json"
 ROUND4 = Path(__file__).resolve().parent / "explain_round4.json"
+ROUND5 = Path(__file__).resolve().parent / "explain_round5.json"
 _SPLITS = ("training", "validation", "validation_3")
 _JOB_TRUTH = {"user_code", "oom_host", "oom_gpu"}
 
@@ -174,6 +176,7 @@ def run(argv: list[str]) -> dict[str, Any]:
             ("round2", ROUND2),
             ("round3", ROUND3),
             ("round4", ROUND4),
+            ("round5", ROUND5),
         )
         for key, path in frozen:
             if path.exists():

@@ -151,6 +151,10 @@ def _smi_q_status(inside: str, key: str, value: str, line: str, pci: str | None)
             pci_bus_id=pci,
             payload={"pending": True, "page_retirement": True},
         )
+    if k == "sram threshold exceeded" and v == "yes":
+        # nvmlEccSramErrorStatus_v1_t.bThresholdExceeded: uncorrectable SRAM errors passed the
+        # field-diagnostic threshold (the nvidia_smi emitter family's smi_q_sram_threshold)
+        return _event(EventKind.ECC, line, f"{key}: Yes", pci_bus_id=pci)
     if k in ("hw slowdown", "hw thermal slowdown", "hw power brake slowdown") and v == "active":
         return _event(EventKind.THERMAL, line, f"{key}: Active", pci_bus_id=pci)
     return None

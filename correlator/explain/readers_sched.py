@@ -24,10 +24,59 @@ def _single_host(nodelist: str | None) -> str | None:
     return clean_host(nodelist)
 
 
-def _state_message(state: str, reason: str | None, job: str | None) -> str:
+# Slurm's job states (src/common/slurm_protocol_defs.c job_state_string, with the flag states
+# sacct prints). sacct's table cuts a longer value to its column and puts "+" last
+# (src/common/print_fields.c print_fields_str): the State column is 10 wide, so OUT_OF_MEMORY
+# prints as "OUT_OF_ME+" and "CANCELLED by 0" as "CANCELLED+".
+_JOB_STATES = (
+    "BOOT_FAIL",
+    "CANCELLED",
+    "COMPLETED",
+    "COMPLETING",
+    "CONFIGURING",
+    "DEADLINE",
+    "FAILED",
+    "LAUNCH_FAILED",
+    "NODE_FAIL",
+    "OUT_OF_MEMORY",
+    "PENDING",
+    "PREEMPTED",
+    "RECONFIG_FAIL",
+    "REQUEUED",
+    "REQUEUE_FED",
+    "REQUEUE_HOLD",
+    "RESIZING",
+    "RESV_DEL_HOLD",
+    "REVOKED",
+    "RUNNING",
+    "SIGNALING",
+    "SPECIAL_EXIT",
+    "STAGE_OUT",
+    "STOPPED",
+    "SUSPENDED",
+    "TIMEOUT",
+)
+
+
+def expand_state(state: str) -> str:
+    """A state sacct's table cut short ("OUT_OF_ME+"): the one job state it can be, else as is."""
+    if not state.endswith("+"):
+        return state
+    head = state[:-1].upper()
+    if head in _JOB_STATES:
+        return head  # "CANCELLED+" is "CANCELLED by <uid>"
+    fits = [s for s in _JOB_STATES if s.startswith(head)]
+    return fits[0] if len(fits) == 1 else state
+
+
+def _state_message(
+    state: str, reason: str | None, job: str | None, exit_code: str | None = None
+) -> str:
     parts = [f"State={state}"]
     if reason and reason not in ("None", "none"):
         parts.append(f"Reason={reason}")
+    if exit_code and re.fullmatch(r"\d+:\d+", exit_code):
+        parts.append(f"ExitCode={exit_code}")  # sacct's <exit status>:<signal>
     if job:
         parts.insert(0, f"job {job}")
     return " ".join(parts)
@@ -64,6 +113,7 @@ def _sacct_rows(
         if len(cells) != len(header):
             break  # the table ended (or a state with spaces such as "CANCELLED by 0")
         state = cells[state_col].strip().split()[0] if cells[state_col].strip() else ""
+        state = expand_state(state)
         if not state or state in ("COMPLETED", "RUNNING", "PENDING"):
             out.claimed.add(j)
             continue
@@ -71,11 +121,12 @@ def _sacct_rows(
         node = _single_host(cells[cols["nodelist"]].strip()) if "nodelist" in cols else None
         user = cells[cols["user"]].strip() if "user" in cols else None
         reason = cells[cols["reason"]].strip() if "reason" in cols else None
+        exit_code = cells[cols["exitcode"]].strip() if "exitcode" in cols else None
         out.events.append(
             _event(
                 EventKind.JOB_STATE,
                 lines[j],
-                _state_message(state, reason, job),
+                _state_message(state, reason, job, exit_code),
                 node=node,
                 job_id=(job or "").split(".")[0] or None,
                 payload={"state": state, "user": user or None, "scope": "sacct"},

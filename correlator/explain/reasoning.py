@@ -49,6 +49,7 @@ def conclude(found: list[Finding]) -> Conclusion | None:
     if not found:
         return None
     best = max(found, key=_rank)
+    best = crash_behind_timeouts(best, found)
     key = (best.verdict.category, best.verdict.blame)
     floor = best.verdict.priority - 10  # same kind of failure and about as strong a sign
 
@@ -61,6 +62,49 @@ def conclude(found: list[Finding]) -> Conclusion | None:
     verdict = replace(best.verdict, confidence=round(confidence, 2))
     ordered = sorted(support, key=lambda f: -_rank(f)[2])
     return Conclusion(verdict=verdict, support=ordered, others=others)
+
+
+# Signals that end a rank without the collective's own abort: a crash (SIGSEGV, SIGBUS, SIGFPE,
+# SIGILL) or a kill from outside (SIGKILL). SIGABRT is left out: ProcessGroupNCCL's watchdog
+# ends a timed-out rank with std::abort(), so an -6 is as often the timeout's own end; SIGTERM
+# and SIGINT are the launcher tearing the other ranks down (signals.py).
+_CRASH_SIGNALS = frozenset({4, 7, 8, 9, 11})
+
+
+def _signal_of(ev: Event) -> int | None:
+    """The signal a launcher says ended the process (-9, 137, "Signal 9"), if it says one."""
+    signal, code = ev.payload.get("signal"), ev.payload.get("exit_code", ev.code)
+    if isinstance(signal, int):
+        return signal
+    if isinstance(code, int) and code < 0:
+        return -code
+    if isinstance(code, int) and 128 < code <= 128 + 64:
+        return code - 128
+    return None
+
+
+def crash_behind_timeouts(best: Finding, found: list[Finding]) -> Finding:
+    """When the strongest sign is a collective timeout (a symptom) and a launcher shows a rank
+    on another host crashed or was killed (torchrun's ChildFailedError root cause, DeepSpeed's
+    "exits with return code = -9"), that rank is what the others waited for: its verdict (the
+    signal reasoner's, low confidence) wins and its host is the culprit. A host that only
+    printed a timeout is never the culprit (issue #11)."""
+    v = best.verdict
+    if v.category is not Category.NCCL_TIMEOUT_UNKNOWN or v.root_cause:
+        return best
+    waited = {
+        f.event.node.lower() for f in found if f.verdict.category is v.category and f.event.node
+    }
+    crashed = [
+        f
+        for f in found
+        if f.event.kind is EventKind.CHILD_FAILED
+        and f.verdict.category is not None
+        and f.event.node
+        and f.event.node.lower() not in waited
+        and _signal_of(f.event) in _CRASH_SIGNALS
+    ]
+    return max(crashed, key=_rank) if crashed else best
 
 
 def _as_named(peer: str, text_hosts: list[str]) -> str:

@@ -183,6 +183,7 @@ def test_bench_explain_keeps_the_four_figures_and_adds_splits_and_before() -> No
         "round2",
         "round3",
         "round4",
+        "round5",
     ):
         assert split in result
     for split in ("training", "validation", "training_added_after_split", "validation_3"):
@@ -208,6 +209,9 @@ def test_bench_explain_keeps_the_four_figures_and_adds_splits_and_before() -> No
     # and round four's before round five changed any rule
     assert result["round4"]["validation"]["n"] == result["validation"]["n"]
     assert result["round4"]["validation_3"]["n"] == result["validation_3"]["n"]
+    # and round five's before round six changed any rule
+    assert result["round5"]["validation"]["n"] == result["validation"]["n"]
+    assert result["round5"]["validation_3"]["n"] == result["validation_3"]["n"]
     added = [c for c in LABELS if c.get("added_after_split")]
     assert result["training_added_after_split"]["n"] == len(added) >= 60
 
