@@ -8,7 +8,8 @@ Sources (repository, path and commit, or documentation URL):
   log files, same file (parseCRILog: "<RFC3339Nano> <stdout|stderr> <P|F>[:tags] <log>", a
   partial "P" line continued by the next);
 - `kubectl logs --prefix`: https://kubernetes.io/docs/reference/kubectl/generated/kubectl_logs/
-  ("Prefix each log line with the log source (pod name and container name)": "[pod/NAME/CTR] ");
+  ("Prefix each log line with the log source (pod name and container name)"); the bracketed
+  "[pod/NAME/CONTAINER] " shape was not found in a stored kubectl source here (unverified);
 - docker json-file: moby/moby daemon/logger/jsonfilelog/jsonlog/jsonlogbytes.go
   @46cf8cecc85763b9bef9aa20e9b1f8eba2e88822 ({"log":...,"stream":...,"attrs":...,"time":...},
   a line over 16 KiB split into "log" chunks without their trailing "\\n");
@@ -21,7 +22,8 @@ Sources (repository, path and commit, or documentation URL):
 - mpirun --tag-output / --timestamp-output: open-mpi/ompi orte/mca/iof/base/iof_base_output.c
   @34d089dbaa1646a1fff05025f4dfcffff1422b43 ("[%s,%s]<%s>:", ctime() in front with
   --timestamp-output, "%s<%s>:" alone); PMIx's "[%s,%s]<%s>: " and tag-detailed
-  "[%s,%s][%s:%s]<%s>: " (job, rank, host, pid): openpmix src/mca/iof/base/iof_base_output.c;
+  "[%s,%s][%s:%s]<%s>: " (job, rank, host, pid): openpmix/openpmix src/common/pmix_iof.c
+  @70d5a53ae3528fae8c4835c270953b612962964d;
 - MPICH Hydra -prepend-rank: pmodels/mpich src/pm/hydra/ui/mpich/utils.c
   @c1733c1d07c8ecf1be474f9ce0adc27e4ac339bf (prepend_rank_fn: pattern "[%r] ");
 - torchrun --tee / --log-dir: pytorch/pytorch torch/distributed/elastic/multiprocessing/tail_log.py
