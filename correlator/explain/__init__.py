@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from correlator.explain.models import ExplainInputError, Explanation
-from correlator.explain.readers import read
+from correlator.explain.readers import read_delivered
 from correlator.explain.reasoning import (
     conclude,
     findings,
@@ -59,7 +59,7 @@ def explain_text(text: str) -> Explanation:
     """Read every kind of evidence in `text` and explain the most likely root cause."""
     if not text.strip():
         return _nothing("The input is empty: there is nothing to explain.")
-    events, hosts = read(text)
+    events, hosts, delivered = read_delivered(text)
     conclusion = conclude(findings(events))
     if conclusion is None:
         return _nothing(
@@ -71,7 +71,7 @@ def explain_text(text: str) -> Explanation:
     job, user = job_and_user(conclusion)
     evidence: list[str] = []
     for f in conclusion.support:
-        raw = (f.event.raw or f.event.message).rstrip("\n")
+        raw = delivered.quoted((f.event.raw or f.event.message).rstrip("\n"))
         for line in raw.splitlines():  # a multi-line event quotes each of its lines
             if line.strip() and line not in evidence and len(evidence) < _EVIDENCE_LINES:
                 evidence.append(line)

@@ -27,6 +27,7 @@ from correlator.explain.readers_sched import (
     read_sacct_json,
     read_sacct_table,
 )
+from correlator.explain.wrappers import Delivered, undelivered
 from correlator.rules import PATTERNS, could_match
 from timeline.models import Event, EventKind
 
@@ -186,6 +187,17 @@ def unprefixed(lines: list[str]) -> list[str]:
     return [next((ln[len(p) :] for p in known if ln.startswith(p)), ln) for ln in lines]
 
 
+def _with_delivery_hosts(
+    lines: list[str], hints: list[str | None], delivery: list[str | None]
+) -> list[str | None]:
+    """Each line's host: its context's, else (where the line names none itself) the host its
+    delivery named (Ray's ip=, journald's _HOSTNAME, kubectl's pod, Open MPI's tag-detailed)."""
+    return [
+        hint or (None if not host or host_in_line(line) else host)
+        for line, hint, host in zip(lines, hints, delivery, strict=True)
+    ]
+
+
 def _verbatim(events: list[Event], verbatim: dict[str, str]) -> list[Event]:
     """The events, a joined line's evidence quoted as the two lines the text has."""
     for ev in events:
@@ -200,14 +212,23 @@ def read_events(text: str) -> list[Event]:
 
 def read(text: str) -> tuple[list[Event], list[str]]:
     """(events, every host the text names by a known convention) in one pass over the text."""
-    lines = text.splitlines()
+    events, hosts, _ = read_delivered(text)
+    return events, hosts
+
+
+def read_delivered(text: str) -> tuple[list[Event], list[str], Delivered]:
+    """read(), and the delivery taken off the text (to quote evidence as it was delivered)."""
+    delivered = undelivered(text)
+    lines = delivered.lines
+    if delivered.verbatim:  # read what the emitters wrote, not the delivery around it
+        text = "\n".join(lines)
     structured = _structured(text, lines)
     source = unprefixed(lines)
     bare, verbatim = joined_rests(source)
     rest = "\n".join("" if i in structured.claimed else ln for i, ln in enumerate(bare))
     parsed = _verbatim(_parsed(rest), verbatim)
     covered = {raw.strip() for ev in parsed for raw in (ev.raw or "").splitlines()}
-    hints = context_hosts(lines)
+    hints = _with_delivery_hosts(lines, context_hosts(lines), delivered.hosts)
     skip = structured.claimed | {
         i
         for i, (a, b) in enumerate(zip(bare, lines, strict=True))
@@ -218,4 +239,4 @@ def read(text: str) -> tuple[list[Event], list[str]]:
     events = structured.events + parsed + _verbatim(_fallback(joined, skip, hints), verbatim)
     _attach_hosts(events, (bare, lines), hints)
     hosts = [h for i, ln in enumerate(lines) if (h := hints[i] or host_in_line(ln))]
-    return events, hosts
+    return events, hosts, delivered

@@ -1,0 +1,216 @@
+"""How a log was delivered, taken off before it is read: the wrapper each delivering tool puts
+around the lines it passes on, in the format the tool's own source or reference gives, and the
+host the wrapper names (kept as the line's host, as pdsh's "host: " prefix is).
+
+Sources (repository, path and commit, or documentation URL):
+- kubelet `kubectl logs --timestamps`: kubernetes/kubernetes pkg/kubelet/kuberuntime/logs/logs.go
+  @81b7503c1424d3c463cc212f2dfef3aad6822db6 (logWriter.write: RFC3339NanoFixed + " "); CRI
+  log files, same file (parseCRILog: "<RFC3339Nano> <stdout|stderr> <P|F>[:tags] <log>", a
+  partial "P" line continued by the next);
+- `kubectl logs --prefix`: https://kubernetes.io/docs/reference/kubectl/generated/kubectl_logs/
+  ("Prefix each log line with the log source (pod name and container name)"); the bracketed
+  "[pod/NAME/CONTAINER] " shape was not found in a stored kubectl source here (unverified);
+- docker json-file: moby/moby daemon/logger/jsonfilelog/jsonlog/jsonlogbytes.go
+  @46cf8cecc85763b9bef9aa20e9b1f8eba2e88822 ({"log":...,"stream":...,"attrs":...,"time":...},
+  a line over 16 KiB split into "log" chunks without their trailing "\\n");
+- journalctl -o json: https://www.freedesktop.org/software/systemd/man/latest/journalctl.html and
+  systemd.journal-fields(7) (one object a line; MESSAGE, a byte array when not UTF-8; _HOSTNAME);
+  -o short-iso / short-precise keep syslog's "time host ident[pid]: " (hosts.py reads the host);
+- srun --label: SchedMD/slurm src/api/step_io.c @3609dd3c1716ef507e3ad6cbeb282c0fe0ac5077
+  (_build_label: "%*d: " at the width of the largest task id, "P%u %*d: " for a het job);
+  a `--output=...%t` pattern names a file per task and adds nothing to the lines;
+- mpirun --tag-output / --timestamp-output: open-mpi/ompi orte/mca/iof/base/iof_base_output.c
+  @34d089dbaa1646a1fff05025f4dfcffff1422b43 ("[%s,%s]<%s>:", ctime() in front with
+  --timestamp-output, "%s<%s>:" alone); PMIx's "[%s,%s]<%s>: " and tag-detailed
+  "[%s,%s][%s:%s]<%s>: " (job, rank, host, pid): openpmix/openpmix src/common/pmix_iof.c
+  @70d5a53ae3528fae8c4835c270953b612962964d;
+- MPICH Hydra -prepend-rank: pmodels/mpich src/pm/hydra/ui/mpich/utils.c
+  @c1733c1d07c8ecf1be474f9ce0adc27e4ac339bf (prepend_rank_fn: pattern "[%r] ");
+- torchrun --tee / --log-dir: pytorch/pytorch torch/distributed/elastic/multiprocessing/tail_log.py
+  @ca70f656c9e1f6fc9cea11cd78c96982690081f8 (header "[{name}{local_rank}]:", name the role,
+  "default" unless --role) and agent/server/local_elastic_agent.py
+  @0bd26e0f0f513792b786c7b36fb29dcd7f80a353 (TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE, e.g.
+  "[${rank}]:" or "[rank${rank}]:");
+- Ray: ray-project/ray python/ray/_private/worker.py @daf610416eb7e506252a115f27edb64137a1415e
+  (print_worker_logs: "({actor or task name} pid={pid}, ip={ip}) " coloured by colorama, the
+  ", ip=" left out for the driver's own node; "(raylet, ip=...)");
+- ANSI escapes: ECMA-48 CSI "ESC [ params intermediates final", OSC "ESC ] ... BEL|ESC \\".
+DeepSpeed's multinode runners deliver through pdsh ("host: ", hosts.prefix_hosts) or an MPI
+launcher (above); its launcher source adds no host prefix of its own.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from correlator.explain.hosts import clean_host
+
+# ECMA-48 control sequences, each bounded (a hostile line cannot make them backtrack).
+_ANSI = re.compile(
+    r"\x1b\[[0-?]{0,32}[ -/]{0,8}[@-~]|\x1b\][^\x07\x1b]{0,512}(?:\x07|\x1b\\)|\x1b[@-Z\\-_]"
+)
+_RFC3339 = r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d{1,9})?(?:Z|[+-]\d\d:\d\d)"
+_CRI = re.compile(rf"^{_RFC3339} (?:stdout|stderr) (?P<tag>[PF])(?::[\w:]{{0,32}})? ?")
+_KUBE_TS = re.compile(rf"^{_RFC3339}(?: |$)")
+# the host-and-program shape of a syslog/journalctl short line after its time stamp
+_SYSLOG_REST = re.compile(r"^[A-Za-z0-9][\w.-]{0,62} [\w./@-]{1,64}(?:\[\d{1,10}\])?: ")
+_KUBE_PREFIX = re.compile(r"^\[pod/(?P<h>[a-z0-9][a-z0-9.-]{0,252})/[a-z0-9][a-z0-9-]{0,62}\] ")
+_SRUN = re.compile(r"^(?:P\d{1,4} )? {0,6}\d{1,7}: ")
+_CTIME = r"[A-Z][a-z]{2} [A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \d{4}"
+_MPI_TAG = re.compile(
+    rf"^(?:{_CTIME})?(?:\[[\w.@-]{{1,64}},\d{{1,7}}\]"
+    r"(?:\[(?P<h>[A-Za-z0-9][\w.-]{0,62}):\d{1,10}\])?)?<std(?:out|err|diag)>: ?"
+)
+_HYDRA = re.compile(r"^\[\d{1,7}\] ")
+# a role name ("default", "trainer", "rank") in front of the rank is only torchrun's; a bare
+# "[1]:" is also how a ChildFailedError table numbers its failures
+_TORCHRUN = re.compile(r"^\[[A-Za-z_][\w.-]{0,31}?\d{1,7}\]: ?")
+_TORCHRUN_BARE = re.compile(r"^\[\d{1,7}\]: ?")
+_RAY = re.compile(
+    r"^\((?:raylet|(?:[^\s()]{1,200} )?pid=\d{1,10})(?:, ip=(?P<h>[\w.:-]{1,64}))?\) "
+)
+_MAX_JSON = 1 << 20  # a delivered JSON line longer than this is read as it is
+
+
+@dataclass
+class Delivered:
+    """The lines as their emitters wrote them, and what the delivery said around each."""
+
+    lines: list[str]
+    hosts: list[str | None]
+    verbatim: dict[str, str] = field(default_factory=dict)  # line -> delivered line(s)
+
+    def quoted(self, raw: str) -> str:
+        """`raw` (one or more read lines) as the delivered text has it, escapes left out."""
+        return "\n".join(_ANSI.sub("", self.verbatim.get(ln, ln)) for ln in raw.split("\n"))
+
+
+def _json_line(line: str) -> tuple[str, str | None, bool] | None:
+    """(message, host, complete) of a docker json-file or journalctl -o json line."""
+    if not (line.startswith("{") and line.endswith("}")) or len(line) > _MAX_JSON:
+        return None
+    try:
+        obj = json.loads(line)
+    except ValueError:
+        return None
+    if not isinstance(obj, dict):
+        return None
+    if isinstance(obj.get("log"), str) and ("stream" in obj or "time" in obj):
+        log: str = obj["log"]
+        return log.removesuffix("\n").removesuffix("\r"), None, log.endswith("\n")
+    msg = obj.get("MESSAGE")
+    if isinstance(msg, list) and all(isinstance(b, int) and 0 <= b < 256 for b in msg):
+        msg = bytes(msg).decode("utf-8", errors="replace")
+    if isinstance(msg, str):
+        host = obj.get("_HOSTNAME")
+        return msg, clean_host(host) if isinstance(host, str) else None, True
+    return None
+
+
+def _strip_ts(line: str) -> str | None:
+    """The line without kubectl's --timestamps stamp, unless that stamp opens a syslog line."""
+    m = _KUBE_TS.match(line)
+    if not m or _SYSLOG_REST.match(line[m.end() :]):
+        return None
+    return line[m.end() :]
+
+
+def _prefix(pattern: re.Pattern[str]) -> Callable[[str], tuple[str, str | None] | None]:
+    def strip(line: str) -> tuple[str, str | None] | None:
+        m = pattern.match(line)
+        if not m:
+            return None
+        host = m.groupdict().get("h")
+        return line[m.end() :], clean_host(host) if host else None
+
+    return strip
+
+
+def _ts(line: str) -> tuple[str, str | None] | None:
+    rest = _strip_ts(line)
+    return None if rest is None else (rest, None)
+
+
+# Line prefixes in the order a delivery nests them (kubectl --prefix, then its time stamp, then
+# a launcher's label inside the container's own output); each with whether it is taken only
+# when it opens most lines (a shape that a log line may have of its own: "12: ", "[3] ", a
+# leading time stamp) or wherever it is (a shape only the launcher writes).
+_PREFIXES: tuple[tuple[Callable[[str], tuple[str, str | None] | None], bool], ...] = (
+    (_prefix(_KUBE_PREFIX), False),
+    (_ts, True),
+    (_prefix(_MPI_TAG), False),
+    (_prefix(_TORCHRUN), False),
+    (_prefix(_TORCHRUN_BARE), True),
+    (_prefix(_SRUN), True),
+    (_prefix(_HYDRA), True),
+    (_prefix(_RAY), False),
+)
+
+
+def _common(lines: list[str], strip: Callable[[str], object]) -> bool:
+    """Whether a wrapper opens most of the non-blank lines (a delivering tool wraps each)."""
+    filled = [ln for ln in lines if ln.strip()]
+    hits = sum(1 for ln in filled if strip(ln) is not None)
+    return bool(filled) and hits * 2 > len(filled)
+
+
+def _records(lines: list[str]) -> tuple[list[str], list[str | None], list[str]]:
+    """Container-runtime records (CRI, docker json-file, journald json) as their messages,
+    partial records joined; (messages, hosts, the delivered line(s) of each)."""
+    crit = [ln for ln in lines if ln.strip()]
+    cri = bool(crit) and sum(1 for ln in crit if _CRI.match(ln)) * 2 > len(crit)
+    out: list[str] = []
+    hosts: list[str | None] = []
+    raws: list[str] = []
+    pending: tuple[str, str] | None = None  # a partial record's text and its delivered lines
+    for line in lines:
+        msg, host, complete = line, None, True
+        m = _CRI.match(line) if cri else None
+        if m:
+            msg, complete = line[m.end() :], m["tag"] == "F"
+        elif (rec := _json_line(line)) is not None:
+            msg, host, complete = rec
+        if pending is not None:
+            msg, raw = pending[0] + msg, f"{pending[1]}\n{line}"
+        else:
+            raw = line
+        if not complete and len(msg) < _MAX_JSON:
+            pending = (msg, raw)
+            continue
+        pending = None
+        out.append(msg)
+        hosts.append(host)
+        raws.append(raw)
+    if pending is not None:
+        out.append(pending[0])
+        hosts.append(None)
+        raws.append(pending[1])
+    return out, hosts, raws
+
+
+def undelivered(text: str) -> Delivered:
+    """The text's lines without the wrappers that delivered them (CRLF, ANSI escapes,
+    container-runtime records, launcher and kubectl prefixes), each with the host a wrapper
+    named; the text's own lines, unchanged, where no wrapper is found."""
+    source = text.splitlines()
+    if "\x1b" in text:
+        source = [_ANSI.sub("", ln) for ln in source]
+    lines, hosts, raws = _records(source)
+    delivered = text.splitlines()
+    if len(raws) == len(delivered):  # nothing joined: quote each line as the text has it
+        raws = delivered
+    for strip, most in _PREFIXES:
+        if most and not _common(lines, strip):
+            continue
+        for i, ln in enumerate(lines):
+            got = strip(ln)
+            if got is not None:
+                lines[i], hosts[i] = got[0], hosts[i] or got[1]
+    verbatim: dict[str, str] = {}
+    for ln, raw in zip(lines, raws, strict=True):
+        if ln != raw:
+            verbatim.setdefault(ln, raw)
+    return Delivered(lines=lines, hosts=hosts, verbatim=verbatim)

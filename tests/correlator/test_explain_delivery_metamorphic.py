@@ -1,0 +1,106 @@
+"""Metamorphic: the way a log was delivered must not change what `explain` says about it.
+
+Every training case is wrapped, line by line, the way a delivering tool wraps what it passes on
+(formats as each tool's source writes them; see correlator/explain/wrappers.py for the
+references), and must keep the category and blame of its unwrapped text. Only training cases
+are read here; their texts are never printed (ids are file names).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from correlator.explain import explain_text
+from tests.correlator.test_explain_corpus import CORPUS, TRAINING
+
+
+def _kubectl_timestamps(i: int, line: str) -> str:
+    # kubelet writes RFC3339NanoFixed ("2006-01-02T15:04:05.000000000Z07:00") and a space
+    return f"2025-03-04T05:{i // 60 % 60:02d}:{i % 60:02d}.{i * 7919 % 10**9:09d}Z {line}"
+
+
+def _cri(i: int, line: str) -> str:
+    return f"2025-03-04T05:06:{i % 60:02d}.{i * 104729 % 10**9:09d}Z stderr F {line}"
+
+
+def _docker_json(i: int, line: str) -> str:
+    # moby's jsonlog escapes <, > and & as \u00XX and keeps other UTF-8 as it is
+    log = json.dumps(line + "\n", ensure_ascii=False)
+    log = log.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+    return f'{{"log":{log},"stream":"stderr","time":"2025-03-04T05:06:07.{i:09d}Z"}}'
+
+
+def _ansi(i: int, line: str) -> str:
+    head, _, rest = line.partition(" ")
+    return f"\x1b[2m\x1b[36m{head}\x1b[0m {rest}\x1b[0m" if rest else f"\x1b[1;31m{line}\x1b[0m"
+
+
+def _srun_label(i: int, line: str) -> str:
+    return f"{i % 3 * 5:>2}: {line}"  # "%*d: " at the width of the largest task id
+
+
+def _mpirun_tag(i: int, line: str) -> str:
+    return f"[1,{i % 4}]<stderr>:{line}"
+
+
+def _torchrun(i: int, line: str) -> str:
+    return f"[default{i % 2}]:{line}"
+
+
+def _per_line(wrap: Callable[[int, str], str]) -> Callable[[str], str]:
+    return lambda text: "\n".join(wrap(i, ln) for i, ln in enumerate(text.splitlines()))
+
+
+WRAPPERS: dict[str, Callable[[str], str]] = {
+    "kubectl_timestamps": _per_line(_kubectl_timestamps),
+    "cri": _per_line(_cri),
+    "docker_json": _per_line(_docker_json),
+    "ansi": _per_line(_ansi),
+    "crlf": lambda text: "\r\n".join(text.splitlines()) + "\r\n",
+    "srun_label": _per_line(_srun_label),
+    "mpirun_tag_output": _per_line(_mpirun_tag),
+    "torchrun_tee": _per_line(_torchrun),
+}
+
+# (case file, wrapper) pairs that still change verdict, each with the reason.
+KNOWN_CHANGES: dict[tuple[str, str], str] = {}
+
+
+def _verdict(text: str) -> tuple[Any, Any]:
+    got = explain_text(text)
+    return got.category, got.blame
+
+
+def changed_verdicts() -> list[tuple[str, str]]:
+    """Every (training case, wrapper) whose wrapped text changes category or blame."""
+    changed = []
+    for case in TRAINING:
+        text = (CORPUS / case["file"]).read_text("utf-8")
+        plain = _verdict(text)
+        changed += [
+            (case["file"], w) for w, wrap in WRAPPERS.items() if _verdict(wrap(text)) != plain
+        ]
+    return changed
+
+
+@pytest.mark.parametrize("case", TRAINING, ids=[c["file"] for c in TRAINING])
+def test_delivery_wrappers_keep_the_training_verdict(case: dict[str, Any]) -> None:
+    text = (CORPUS / case["file"]).read_text("utf-8")
+    plain = _verdict(text)
+    changed = [
+        name
+        for name, wrap in WRAPPERS.items()
+        if (case["file"], name) not in KNOWN_CHANGES and _verdict(wrap(text)) != plain
+    ]
+    assert changed == []
+
+
+def test_the_wrappers_really_wrap() -> None:
+    line = "RuntimeError: CUDA error: an illegal memory access was encountered"
+    for name, wrap in WRAPPERS.items():
+        wrapped = wrap(line)
+        assert wrapped != line and line.split(":")[-1].strip() in wrapped, name
