@@ -5,9 +5,10 @@ those objects when the check ends, but glibc keeps the pages it got for them ins
 for reuse. `malloc_trim(0)` after each pass that ran a check gives those pages back: up to
 417 MB at a time in the 100k runs of issue #12, in at most 166 ms.
 
-It does not make the leader's RSS flat. Most of what stays is CPython's own small-object arenas
+It does not make a process's RSS flat. Most of what stays is CPython's own small-object arenas
 (pymalloc), each held by a few live objects, which glibc's trim cannot reach (README,
-"the leader's memory").
+"the leader's memory"). What keeps the leader flat is running the passes in a child it
+replaces (web/correlator_process.py); the child trims after its checks as well.
 
 ctypes releases the GIL for the call, so the lease thread and the request handlers run on
 while it walks the arenas. Where the C library has no `malloc_trim` (musl, macOS), nothing
