@@ -19,6 +19,7 @@ from collector.parse.common import (
     join_raw,
     normalize_pci_bus_id,
 )
+from collector.parse.delivery import undelivered_line
 from collector.parse.joblog_cuda import cuda_error, cuda_oom
 from collector.parse.joblog_gpu import gpu_fault
 from collector.parse.joblog_launch import failure_entry, launch
@@ -127,7 +128,7 @@ def parse_job_line(
     source: str = "joblog",
 ) -> Event | None:
     """One line of a job's stdout/stderr -> Event, or None when it says nothing we track."""
-    line = clean_line(line)
+    line = undelivered_line(clean_line(line))
     text, extra = _strip_prefix(line)
     m = classify_job_line(text)
     if m is None:
@@ -162,7 +163,7 @@ class JobLogParser:
 
     def feed(self, line: str, *, ts: float | None = None, offset: int | None = None) -> list[Event]:
         """Parse one line; `ts` is when it was read, `offset` where it starts in its file."""
-        line = clean_line(line)
+        line = undelivered_line(clean_line(line))
         if self._last is not None and self._last[0] == line and self._block is None:
             # Every rank printing the same line: count it without parsing it again.
             counted, released = self._flood.bump(self._last[1], ts if ts is not None else 0.0)

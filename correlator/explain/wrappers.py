@@ -41,38 +41,26 @@ launcher (above); its launcher source adds no host prefix of its own.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from collector.parse.delivery import CRI, KUBE_PREFIX, MAX_JSON, MPI_TAG, RAY, RFC3339, json_record
 from correlator.explain.hosts import clean_host
 
 # ECMA-48 control sequences, each bounded (a hostile line cannot make them backtrack).
 _ANSI = re.compile(
     r"\x1b\[[0-?]{0,32}[ -/]{0,8}[@-~]|\x1b\][^\x07\x1b]{0,512}(?:\x07|\x1b\\)|\x1b[@-Z\\-_]"
 )
-_RFC3339 = r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d{1,9})?(?:Z|[+-]\d\d:\d\d)"
-_CRI = re.compile(rf"^{_RFC3339} (?:stdout|stderr) (?P<tag>[PF])(?::[\w:]{{0,32}})? ?")
-_KUBE_TS = re.compile(rf"^{_RFC3339}(?: |$)")
+_KUBE_TS = re.compile(rf"^{RFC3339}(?: |$)")
 # the host-and-program shape of a syslog/journalctl short line after its time stamp
 _SYSLOG_REST = re.compile(r"^[A-Za-z0-9][\w.-]{0,62} [\w./@-]{1,64}(?:\[\d{1,10}\])?: ")
-_KUBE_PREFIX = re.compile(r"^\[pod/(?P<h>[a-z0-9][a-z0-9.-]{0,252})/[a-z0-9][a-z0-9-]{0,62}\] ")
 _SRUN = re.compile(r"^(?:P\d{1,4} )? {0,6}\d{1,7}: ")
-_CTIME = r"[A-Z][a-z]{2} [A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \d{4}"
-_MPI_TAG = re.compile(
-    rf"^(?:{_CTIME})?(?:\[[\w.@-]{{1,64}},\d{{1,7}}\]"
-    r"(?:\[(?P<h>[A-Za-z0-9][\w.-]{0,62}):\d{1,10}\])?)?<std(?:out|err|diag)>: ?"
-)
 _HYDRA = re.compile(r"^\[\d{1,7}\] ")
 # a role name ("default", "trainer", "rank") in front of the rank is only torchrun's; a bare
 # "[1]:" is also how a ChildFailedError table numbers its failures
 _TORCHRUN = re.compile(r"^\[[A-Za-z_][\w.-]{0,31}?\d{1,7}\]: ?")
 _TORCHRUN_BARE = re.compile(r"^\[\d{1,7}\]: ?")
-_RAY = re.compile(
-    r"^\((?:raylet|(?:[^\s()]{1,200} )?pid=\d{1,10})(?:, ip=(?P<h>[\w.:-]{1,64}))?\) "
-)
-_MAX_JSON = 1 << 20  # a delivered JSON line longer than this is read as it is
 
 
 @dataclass
@@ -90,24 +78,10 @@ class Delivered:
 
 def _json_line(line: str) -> tuple[str, str | None, bool] | None:
     """(message, host, complete) of a docker json-file or journalctl -o json line."""
-    if not (line.startswith("{") and line.endswith("}")) or len(line) > _MAX_JSON:
-        return None
-    try:
-        obj = json.loads(line)
-    except ValueError:
-        return None
-    if not isinstance(obj, dict):
-        return None
-    if isinstance(obj.get("log"), str) and ("stream" in obj or "time" in obj):
-        log: str = obj["log"]
-        return log.removesuffix("\n").removesuffix("\r"), None, log.endswith("\n")
-    msg = obj.get("MESSAGE")
-    if isinstance(msg, list) and all(isinstance(b, int) and 0 <= b < 256 for b in msg):
-        msg = bytes(msg).decode("utf-8", errors="replace")
-    if isinstance(msg, str):
-        host = obj.get("_HOSTNAME")
-        return msg, clean_host(host) if isinstance(host, str) else None, True
-    return None
+    rec = json_record(line)
+    if rec is None or rec[1] is None:
+        return rec
+    return rec[0], clean_host(rec[1]), rec[2]
 
 
 def _strip_ts(line: str) -> str | None:
@@ -139,14 +113,14 @@ def _ts(line: str) -> tuple[str, str | None] | None:
 # when it opens most lines (a shape that a log line may have of its own: "12: ", "[3] ", a
 # leading time stamp) or wherever it is (a shape only the launcher writes).
 _PREFIXES: tuple[tuple[Callable[[str], tuple[str, str | None] | None], bool], ...] = (
-    (_prefix(_KUBE_PREFIX), False),
+    (_prefix(KUBE_PREFIX), False),
     (_ts, True),
-    (_prefix(_MPI_TAG), False),
+    (_prefix(MPI_TAG), False),
     (_prefix(_TORCHRUN), False),
     (_prefix(_TORCHRUN_BARE), True),
     (_prefix(_SRUN), True),
     (_prefix(_HYDRA), True),
-    (_prefix(_RAY), False),
+    (_prefix(RAY), False),
 )
 
 
@@ -161,14 +135,14 @@ def _records(lines: list[str]) -> tuple[list[str], list[str | None], list[str]]:
     """Container-runtime records (CRI, docker json-file, journald json) as their messages,
     partial records joined; (messages, hosts, the delivered line(s) of each)."""
     crit = [ln for ln in lines if ln.strip()]
-    cri = bool(crit) and sum(1 for ln in crit if _CRI.match(ln)) * 2 > len(crit)
+    cri = bool(crit) and sum(1 for ln in crit if CRI.match(ln)) * 2 > len(crit)
     out: list[str] = []
     hosts: list[str | None] = []
     raws: list[str] = []
     pending: tuple[str, str] | None = None  # a partial record's text and its delivered lines
     for line in lines:
         msg, host, complete = line, None, True
-        m = _CRI.match(line) if cri else None
+        m = CRI.match(line) if cri else None
         if m:
             msg, complete = line[m.end() :], m["tag"] == "F"
         elif (rec := _json_line(line)) is not None:
@@ -177,7 +151,7 @@ def _records(lines: list[str]) -> tuple[list[str], list[str | None], list[str]]:
             msg, raw = pending[0] + msg, f"{pending[1]}\n{line}"
         else:
             raw = line
-        if not complete and len(msg) < _MAX_JSON:
+        if not complete and len(msg) < MAX_JSON:
             pending = (msg, raw)
             continue
         pending = None

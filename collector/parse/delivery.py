@@ -1,0 +1,66 @@
+"""The delivery a log line may come wrapped in, taken off line by line as the agent reads it.
+
+A job's output reaches a file through a container runtime (CRI log files, docker's json-file),
+or through a launcher that tags each line (Open MPI's --tag-output, Ray's worker prefix). Only
+shapes that no program line has of its own are taken here, one line at a time: a prefix a log
+line may well start with ("12: ", "[3] ", a leading time stamp) needs the whole text to tell,
+and `correlator.explain.wrappers` decides those for `explain`. The formats and their sources
+are cited there; both read the shapes below.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+RFC3339 = r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d{1,9})?(?:Z|[+-]\d\d:\d\d)"
+CRI = re.compile(rf"^{RFC3339} (?:stdout|stderr) (?P<tag>[PF])(?::[\w:]{{0,32}})? ?")
+KUBE_PREFIX = re.compile(r"^\[pod/(?P<h>[a-z0-9][a-z0-9.-]{0,252})/[a-z0-9][a-z0-9-]{0,62}\] ")
+CTIME = r"[A-Z][a-z]{2} [A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \d{4}"
+MPI_TAG = re.compile(
+    rf"^(?:{CTIME})?(?:\[[\w.@-]{{1,64}},\d{{1,7}}\]"
+    r"(?:\[(?P<h>[A-Za-z0-9][\w.-]{0,62}):\d{1,10}\])?)?<std(?:out|err|diag)>: ?"
+)
+RAY = re.compile(r"^\((?:raylet|(?:[^\s()]{1,200} )?pid=\d{1,10})(?:, ip=(?P<h>[\w.:-]{1,64}))?\) ")
+MAX_JSON = 1 << 20  # a delivered JSON line longer than this is read as it is
+
+
+def json_record(line: str) -> tuple[str, str | None, bool] | None:
+    """(message, host as written, complete) of a docker json-file or journalctl -o json line."""
+    if not (line.startswith("{") and line.endswith("}")) or len(line) > MAX_JSON:
+        return None
+    try:
+        obj = json.loads(line)
+    except ValueError:
+        return None
+    if not isinstance(obj, dict):
+        return None
+    if isinstance(obj.get("log"), str) and ("stream" in obj or "time" in obj):
+        log: str = obj["log"]
+        return log.removesuffix("\n").removesuffix("\r"), None, log.endswith("\n")
+    msg = obj.get("MESSAGE")
+    if isinstance(msg, list) and all(isinstance(b, int) and 0 <= b < 256 for b in msg):
+        msg = bytes(msg).decode("utf-8", errors="replace")
+    if isinstance(msg, str):
+        host = obj.get("_HOSTNAME")
+        return msg, host if isinstance(host, str) else None, True
+    return None
+
+
+def undelivered_line(line: str) -> str:
+    """One line without the delivery only a runtime or launcher writes (a CRI or json-file
+    record, kubectl's --prefix, Open MPI's tag, Ray's worker prefix); else the line itself.
+
+    A partial record (a line the runtime split) is read as it is: the parsers take one line
+    at a time, and the rest arrives as the next record.
+    """
+    m = CRI.match(line)
+    if m:
+        line = line[m.end() :]
+    elif (rec := json_record(line)) is not None:
+        line = rec[0]
+    for pattern in (KUBE_PREFIX, MPI_TAG, RAY):
+        m = pattern.match(line)
+        if m:
+            line = line[m.end() :]
+    return line
