@@ -25,6 +25,7 @@ from multiprocessing.connection import Connection
 from multiprocessing.context import SpawnProcess
 
 import psutil
+from sqlalchemy.orm import Session, sessionmaker
 
 from correlator.models import CorrelationReport
 from timeline.settings import Settings
@@ -41,13 +42,22 @@ class _Child:
     conn: Connection
 
 
+def pass_and_trim(factory: sessionmaker[Session], settings: Settings) -> CorrelationReport | None:
+    """One correlator pass, then the heap trim when the pass ran a check (and trims are on)."""
+    from correlator.jobs import run_correlator
+    from web import heap
+
+    report = run_correlator(factory, settings)
+    if settings.correlator_trim_heap and report is not None and report.checks_took_s:
+        heap.trim()
+    return report
+
+
 def _serve(settings: Settings, conn: Connection) -> None:
     """The child: one correlator pass per request, answered with its report and the RSS."""
     # Ctrl-C reaches the whole process group; the leader decides when this process ends.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    from correlator.jobs import run_correlator
     from timeline import db, samples
-    from web import heap
     from web.logs import configure_logging
 
     configure_logging(settings.log_level, settings.log_format)
@@ -57,9 +67,7 @@ def _serve(settings: Settings, conn: Connection) -> None:
     me = psutil.Process()
     try:
         while conn.recv() == _PASS:
-            report = run_correlator(factory, settings)
-            if settings.correlator_trim_heap and report is not None and report.checks_took_s:
-                heap.trim()
+            report = pass_and_trim(factory, settings)
             conn.send((report, me.memory_info().rss / 2**20))
     except EOFError:  # the leader is gone: nobody is left to answer
         pass

@@ -9,7 +9,6 @@ from typing import TYPE_CHECKING
 
 from timeline import db, queries
 from timeline.settings import Settings
-from web import heap
 from web.runtime import ScheduledSource, ServerRuntime
 
 if TYPE_CHECKING:
@@ -124,15 +123,9 @@ def _correlator_pass(
                  settings.correlator_process_max_rss_mb)  # fmt: skip
         return child.run_pass
 
-    from correlator.jobs import run_correlator
+    from web.correlator_process import pass_and_trim
 
-    def in_process() -> CorrelationReport | None:
-        report = run_correlator(runtime.factory, settings)
-        if settings.correlator_trim_heap and report is not None and report.checks_took_s:
-            heap.trim()
-        return report
-
-    return in_process
+    return lambda: pass_and_trim(runtime.factory, settings)
 
 
 def _healer(runtime: ServerRuntime, settings: Settings) -> HealerRunner | None:
