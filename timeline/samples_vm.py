@@ -77,8 +77,9 @@ class VmSampleStore:
         None, as in SQL; `extra` is not kept here).
 
         Read over the last `latest_recent_s` first, then over the whole lookback only for
-        the GPUs silent that long: the same rows, but a reporting fleet's rollups cover
-        minutes of points, not an hour's (100k GPUs: 36 M points a field, ~48 s a page read).
+        the GPUs silent that long: the same rows, with a reporting fleet's rollups over minutes
+        of points, not an hour's. Measured at 100k GPUs on an hour of data: 5-9% faster; most
+        of the read is the answers' size (README, "the correlator in a child process").
         """
         wanted = None if uuids is None else set(uuids)
         if wanted is not None and not wanted:
@@ -97,9 +98,7 @@ class VmSampleStore:
         row = self._sel((ROW,), uuids)
         long, short = round(self.latest_lookback_s * 1000), round(recent_s * 1000)
         expr = f"tlast_over_time({row}[{long}ms]) unless on(gpu) tlast_over_time({row}[{short}ms])"
-        rows = self.vm.query(expr, at=at)
-        found = {r["metric"].get("gpu") for r in rows}
-        return {g for g in found if g is not None and (uuids is None or g in uuids)}
+        return set(self._gpu_values(expr, at=at, uuids=uuids))
 
     def _newest_rows(
         self, names: Sequence[str], uuids: set[str] | None, *, window_s: float, at: float
@@ -341,11 +340,15 @@ class VmSampleStore:
                 out.update(self._by_gpu_field(f"{fn}_over_time({sel})", at=at, uuids=group))
         return out
 
-    def _gpu_values(self, expr: str, *, at: float, uuids: set[str]) -> dict[str, float]:
-        """gpu -> value of `expr` at `at`, for the GPUs of `uuids` it answers (names dropped:
-        a filter such as `a and on(gpu) b` is not a rollup call to keep them on)."""
+    def _gpu_values(self, expr: str, *, at: float, uuids: set[str] | None) -> dict[str, float]:
+        """gpu -> value of `expr` at `at`, for the GPUs of `uuids` (None: every GPU) it answers
+        (names dropped: a filter such as `a and on(gpu) b` is not a rollup call to keep them on)."""
         rows = self.vm.query(expr, at=at)
-        return {g: float(r["value"][1]) for r in rows if (g := r["metric"].get("gpu")) in uuids}
+        return {
+            g: float(r["value"][1])
+            for r in rows
+            if (g := r["metric"].get("gpu")) is not None and (uuids is None or g in uuids)
+        }
 
     def _by_gpu_field(
         self, expr: str, *, at: float, uuids: set[str] | None
