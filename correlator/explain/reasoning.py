@@ -8,6 +8,7 @@ from dataclasses import dataclass, replace
 from collector.parse.joblog import leading_ts
 from correlator.explain.hosts import distinct
 from correlator.rules import caused_by, classify_event
+from correlator.rules.signals import decode
 from correlator.taxonomy import Category, Verdict
 from timeline.models import Event, EventKind
 
@@ -76,11 +77,7 @@ def _signal_of(ev: Event) -> int | None:
     signal, code = ev.payload.get("signal"), ev.payload.get("exit_code", ev.code)
     if isinstance(signal, int):
         return signal
-    if isinstance(code, int) and code < 0:
-        return -code
-    if isinstance(code, int) and 128 < code <= 128 + 64:
-        return code - 128
-    return None
+    return decode(code, shell=True)[0] if isinstance(code, int) else None
 
 
 def crash_behind_timeouts(best: Finding, found: list[Finding]) -> Finding:
