@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import re
 
-from collector.slurm.parse import ParseError, parse_sacct_json
+from collector.slurm.parse import TERMINAL_STATES, ParseError, parse_sacct_json
 from correlator.explain.hosts import clean_host, prefix_hosts
 from correlator.explain.readers_gpu import ReadResult, _event
 from timeline.models import EventKind
@@ -27,35 +27,13 @@ def _single_host(nodelist: str | None) -> str | None:
 # Slurm's job states (src/common/slurm_protocol_defs.c job_state_string, with the flag states
 # sacct prints). sacct's table cuts a longer value to its column and puts "+" last
 # (src/common/print_fields.c print_fields_str): the State column is 10 wide, so OUT_OF_MEMORY
-# prints as "OUT_OF_ME+" and "CANCELLED by 0" as "CANCELLED+".
-_JOB_STATES = (
-    "BOOT_FAIL",
-    "CANCELLED",
-    "COMPLETED",
-    "COMPLETING",
-    "CONFIGURING",
-    "DEADLINE",
-    "FAILED",
-    "LAUNCH_FAILED",
-    "NODE_FAIL",
-    "OUT_OF_MEMORY",
-    "PENDING",
-    "PREEMPTED",
-    "RECONFIG_FAIL",
-    "REQUEUED",
-    "REQUEUE_FED",
-    "REQUEUE_HOLD",
-    "RESIZING",
-    "RESV_DEL_HOLD",
-    "REVOKED",
-    "RUNNING",
-    "SIGNALING",
-    "SPECIAL_EXIT",
-    "STAGE_OUT",
-    "STOPPED",
-    "SUSPENDED",
-    "TIMEOUT",
-)
+# prints as "OUT_OF_ME+" and "CANCELLED by 0" as "CANCELLED+". The Slurm source's terminal
+# states are the collector's; the rest are the states a job passes through.
+_JOB_STATES = TERMINAL_STATES | {
+    "COMPLETING", "CONFIGURING", "LAUNCH_FAILED", "PENDING", "RECONFIG_FAIL", "REQUEUE_FED",
+    "REQUEUE_HOLD", "RESIZING", "RESV_DEL_HOLD", "RUNNING", "SIGNALING", "SPECIAL_EXIT",
+    "STAGE_OUT", "STOPPED", "SUSPENDED",
+}  # fmt: skip
 
 
 def expand_state(state: str) -> str:
