@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -52,10 +53,16 @@ def _sample(gpu: str, i: int) -> Sample:
     )
 
 
-def _load(session_factory: sessionmaker[Session], vm: VmSampleStore) -> None:
+def _load(
+    session_factory: sessionmaker[Session],
+    vm: VmSampleStore,
+    samples_of: Callable[[str], Iterable[Sample]] | None = None,
+) -> None:
+    """Each GPU's samples (`samples_of(gpu)`, by default 180 of `_sample`) into both stores."""
     by_node: dict[str, list[Sample]] = {}
     for gpu, node in NODES.items():
-        by_node.setdefault(node, []).extend(_sample(gpu, i) for i in range(180))
+        made = (_sample(gpu, i) for i in range(180)) if samples_of is None else samples_of(gpu)
+        by_node.setdefault(node, []).extend(made)
     sql = SqlSampleStore()
     with unit_of_work(session_factory) as s:
         gpus = [GpuInfo(uuid=g, node=n, index=i) for i, (g, n) in enumerate(NODES.items())]
@@ -249,20 +256,16 @@ def test_latest_reads_an_hour_back_only_for_the_gpus_silent_for_minutes(
 ) -> None:
     now = float(int(time.time()))
     ages = {"GPU-a": range(600, 0, -10), "GPU-b": range(2400, 1800, -10), "GPU-c.*|x": [5000]}
+    _load(
+        session_factory,
+        vm_store,
+        lambda gpu: [
+            Sample(ts=now - age + 0.5, gpu_uuid=gpu, util_gpu=float(age % 97),
+                   power_w=None if age % 20 else 100.0 + age)
+            for age in ages[gpu]
+        ],
+    )  # fmt: skip
     sql = SqlSampleStore()
-    with unit_of_work(session_factory) as s:
-        gpus = [GpuInfo(uuid=g, node=n, index=i) for i, (g, n) in enumerate(NODES.items())]
-        service.upsert_gpus(s, gpus=gpus, now=now)
-        parts = []
-        for gpu, node in NODES.items():
-            rows = [
-                SampleRow.of(Sample(ts=now - age + 0.5, gpu_uuid=gpu, util_gpu=float(age % 97),
-                                    power_w=None if age % 20 else 100.0 + age))
-                for age in ages[gpu]
-            ]  # fmt: skip
-            sql.append(s, node=node, samples=rows)
-            parts.append((node, rows))
-        vm_store.append_many(s, parts=parts)
     asked: list[str] = []
     query = vm_store.vm.query
     monkeypatch.setattr(
