@@ -205,6 +205,19 @@ def _verbatim(events: list[Event], verbatim: dict[str, str]) -> list[Event]:
     return events
 
 
+def _labelled(events: list[Event], labels: dict[str, dict[str, int]]) -> None:
+    """Give each event what its line's launcher label said (a torchrun rank, an srun task), in
+    the payload keys the agent's job-log parser uses, so both paths carry the same event."""
+    for ev in events:
+        first = (ev.raw or ev.message).splitlines()[0].strip() if (ev.raw or ev.message) else ""
+        label = labels.get(first)
+        if not label:
+            continue
+        ev.payload = {**label, **ev.payload}
+        if "rank" not in ev.payload and "log_rank" in label:
+            ev.payload["rank"] = label["log_rank"]
+
+
 def read_events(text: str) -> list[Event]:
     """Every failure-relevant event the text shows, in reading order."""
     return read(text)[0]
@@ -238,5 +251,6 @@ def read_delivered(text: str) -> tuple[list[Event], list[str], Delivered]:
     joined, verbatim = (bare, verbatim) if source is lines else joined_rests(lines)
     events = structured.events + parsed + _verbatim(_fallback(joined, skip, hints), verbatim)
     _attach_hosts(events, (bare, lines), hints)
+    _labelled(events, delivered.labels)
     hosts = [h for i, ln in enumerate(lines) if (h := hints[i] or host_in_line(ln))]
     return events, hosts, delivered

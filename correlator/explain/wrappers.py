@@ -55,12 +55,15 @@ _ANSI = re.compile(
 _KUBE_TS = re.compile(rf"^{RFC3339}(?: |$)")
 # the host-and-program shape of a syslog/journalctl short line after its time stamp
 _SYSLOG_REST = re.compile(r"^[A-Za-z0-9][\w.-]{0,62} [\w./@-]{1,64}(?:\[\d{1,10}\])?: ")
-_SRUN = re.compile(r"^(?:P\d{1,4} )? {0,6}\d{1,7}: ")
+_SRUN = re.compile(r"^(?:P\d{1,4} )? {0,6}(?P<task>\d{1,7}): ")
 _HYDRA = re.compile(r"^\[\d{1,7}\] ")
 # a role name ("default", "trainer", "rank") in front of the rank is only torchrun's; a bare
 # "[1]:" is also how a ChildFailedError table numbers its failures
-_TORCHRUN = re.compile(r"^\[[A-Za-z_][\w.-]{0,31}?\d{1,7}\]: ?")
-_TORCHRUN_BARE = re.compile(r"^\[\d{1,7}\]: ?")
+_TORCHRUN = re.compile(r"^\[[A-Za-z_][\w.-]{0,31}?(?P<rank>\d{1,7})\]: ?")
+_TORCHRUN_BARE = re.compile(r"^\[(?P<rank>\d{1,7})\]: ?")
+# what a launcher's label says of the line, under the names the agent's job-log parser gives it
+# (collector/parse/joblog.py _strip_prefix), so explain's events carry the same payload
+_LABEL_KEYS = {"rank": "log_rank", "task": "srun_task"}
 
 
 @dataclass
@@ -70,6 +73,8 @@ class Delivered:
     lines: list[str]
     hosts: list[str | None]
     verbatim: dict[str, str] = field(default_factory=dict)  # line -> delivered line(s)
+    # line -> what a launcher's label said of it: {"log_rank": 3} (torchrun), {"srun_task": 12}
+    labels: dict[str, dict[str, int]] = field(default_factory=dict)
 
     def quoted(self, raw: str) -> str:
         """`raw` (one or more read lines) as the delivered text has it, escapes left out."""
@@ -92,27 +97,33 @@ def _strip_ts(line: str) -> str | None:
     return line[m.end() :]
 
 
-def _prefix(pattern: re.Pattern[str]) -> Callable[[str], tuple[str, str | None] | None]:
-    def strip(line: str) -> tuple[str, str | None] | None:
+# a stripped line, the host its wrapper named, and what the wrapper's label said of it
+_Stripped = tuple[str, str | None, dict[str, int]]
+
+
+def _prefix(pattern: re.Pattern[str]) -> Callable[[str], _Stripped | None]:
+    def strip(line: str) -> _Stripped | None:
         m = pattern.match(line)
         if not m:
             return None
-        host = m.groupdict().get("h")
-        return line[m.end() :], clean_host(host) if host else None
+        found = m.groupdict()
+        host = found.get("h")
+        labels = {_LABEL_KEYS[k]: int(v) for k, v in found.items() if k in _LABEL_KEYS and v}
+        return line[m.end() :], clean_host(host) if host else None, labels
 
     return strip
 
 
-def _ts(line: str) -> tuple[str, str | None] | None:
+def _ts(line: str) -> _Stripped | None:
     rest = _strip_ts(line)
-    return None if rest is None else (rest, None)
+    return None if rest is None else (rest, None, {})
 
 
 # Line prefixes in the order a delivery nests them (kubectl --prefix, then its time stamp, then
 # a launcher's label inside the container's own output); each with whether it is taken only
 # when it opens most lines (a shape that a log line may have of its own: "12: ", "[3] ", a
 # leading time stamp) or wherever it is (a shape only the launcher writes).
-_PREFIXES: tuple[tuple[Callable[[str], tuple[str, str | None] | None], bool], ...] = (
+_PREFIXES: tuple[tuple[Callable[[str], _Stripped | None], bool], ...] = (
     (_prefix(KUBE_PREFIX), False),
     (_ts, True),
     (_prefix(MPI_TAG), False),
@@ -176,6 +187,7 @@ def undelivered(text: str) -> Delivered:
     delivered = text.splitlines()
     if len(raws) == len(delivered):  # nothing joined: quote each line as the text has it
         raws = delivered
+    labels: list[dict[str, int]] = [{} for _ in lines]
     for strip, most in _PREFIXES:
         if most and not _common(lines, strip):
             continue
@@ -183,8 +195,12 @@ def undelivered(text: str) -> Delivered:
             got = strip(ln)
             if got is not None:
                 lines[i], hosts[i] = got[0], hosts[i] or got[1]
+                labels[i] = {**got[2], **labels[i]}  # the outer label wins
     verbatim: dict[str, str] = {}
-    for ln, raw in zip(lines, raws, strict=True):
+    said: dict[str, dict[str, int]] = {}
+    for ln, raw, label in zip(lines, raws, labels, strict=True):
         if ln != raw:
             verbatim.setdefault(ln, raw)
-    return Delivered(lines=lines, hosts=hosts, verbatim=verbatim)
+        if label:
+            said.setdefault(ln.strip(), label)
+    return Delivered(lines=lines, hosts=hosts, verbatim=verbatim, labels=said)

@@ -8,7 +8,9 @@ import time
 
 import pytest
 
+from collector.parse.joblog import parse_job_text
 from correlator.explain import explain_text
+from correlator.explain.readers import read_events
 from correlator.explain.wrappers import undelivered
 
 ILLEGAL = "RuntimeError: CUDA error: an illegal memory access was encountered"
@@ -117,6 +119,24 @@ def test_ambiguous_shapes_are_taken_only_when_most_lines_have_them() -> None:
     assert undelivered(table).lines == table.splitlines()  # a ChildFailedError table
     mixed = f"2025-01-12T08:14:03.482913004Z start\nplain line one\nplain line two\n{ILLEGAL}"
     assert undelivered(mixed).lines[0].startswith("2025-")
+
+
+@pytest.mark.parametrize(
+    ("text", "label"),
+    [
+        (f"[rank3]:{TIMEOUT}\n[rank3]:{ILLEGAL}", {"log_rank": 3, "rank": 3}),
+        (f"[default1]:{ILLEGAL}\n[default0]:{TIMEOUT}", {"log_rank": 1, "rank": 1}),
+        (f"12: {ILLEGAL}\n 3: {TIMEOUT}", {"srun_task": 12}),
+    ],
+)
+def test_a_launcher_label_rank_reaches_the_event_as_the_agent_parser_gives_it(
+    text: str, label: dict[str, int]
+) -> None:
+    explained = read_events(text)
+    live = parse_job_text(text)
+    assert [(e.kind, e.payload) for e in explained] == [(e.kind, e.payload) for e in live]
+    cuda = next(e for e in explained if e.kind == "cuda_error")
+    assert {k: cuda.payload.get(k) for k in label} == label
 
 
 def test_plain_text_passes_through_unchanged() -> None:
