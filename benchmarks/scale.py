@@ -236,8 +236,7 @@ def _stores(backend: str, tmp: Path) -> Iterator[tuple[Settings, Path | None]]:
             )
 
 
-def run(argv: list[str]) -> dict[str, object]:
-    """Run the benchmark; returns the figures."""
+def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="fleetmedic bench scale")
     p.add_argument("--gpus", type=int, default=100_000)
     p.add_argument("--interval", type=float, default=10.0, help="seconds between a GPU's samples")
@@ -264,7 +263,25 @@ def run(argv: list[str]) -> dict[str, object]:
         action="store_true",
         help="the correlator's passes in the leader itself (correlator_process=false)",
     )
-    args = p.parse_args(argv)
+    return p
+
+
+def _server_env(settings: Settings, args: argparse.Namespace) -> dict[str, str]:
+    """The server's environment: the bench's stores, its agent token and where it correlates."""
+    return os.environ | {
+        "FLEETMEDIC_DATABASE_URL": settings.database_url,
+        "FLEETMEDIC_SAMPLES_BACKEND": settings.samples_backend,
+        "FLEETMEDIC_VICTORIAMETRICS_URL": settings.victoriametrics_url,
+        "FLEETMEDIC_AGENT_TOKENS": TOKEN,
+        "FLEETMEDIC_LOG_LEVEL": os.environ.get("FLEETMEDIC_LOG_LEVEL", "WARNING"),
+        "FLEETMEDIC_MAX_CONNECTIONS_PER_SOURCE": "1024",
+        "FLEETMEDIC_CORRELATOR_PROCESS": "false" if args.correlator_in_leader else "true",
+    }
+
+
+def run(argv: list[str]) -> dict[str, object]:
+    """Run the benchmark; returns the figures."""
+    args = _parser().parse_args(argv)
     logging.getLogger("httpx").setLevel(logging.WARNING)
     fleet = ScaleFleet(args.gpus)
     with (
@@ -272,15 +289,7 @@ def run(argv: list[str]) -> dict[str, object]:
         _stores(args.backend, Path(tmp)) as (settings, vm_dir),
     ):
         port = free_port()
-        env = os.environ | {
-            "FLEETMEDIC_DATABASE_URL": settings.database_url,
-            "FLEETMEDIC_SAMPLES_BACKEND": settings.samples_backend,
-            "FLEETMEDIC_VICTORIAMETRICS_URL": settings.victoriametrics_url,
-            "FLEETMEDIC_AGENT_TOKENS": TOKEN,
-            "FLEETMEDIC_LOG_LEVEL": os.environ.get("FLEETMEDIC_LOG_LEVEL", "WARNING"),
-            "FLEETMEDIC_MAX_CONNECTIONS_PER_SOURCE": "1024",
-            "FLEETMEDIC_CORRELATOR_PROCESS": "false" if args.correlator_in_leader else "true",
-        }
+        env = _server_env(settings, args)
         cmd = [sys.executable, "-m", "web.cli", "serve", "--port", str(port)]
         cmd += ["--workers", str(args.workers)]
         base = f"http://127.0.0.1:{port}"

@@ -10,6 +10,8 @@ from pathlib import Path
 
 from fastapi import FastAPI
 from prometheus_client import CollectorRegistry
+from sqlalchemy import Engine
+from sqlalchemy.orm import Session, sessionmaker
 from starlette.middleware.sessions import SessionMiddleware
 from starlette.staticfiles import StaticFiles
 
@@ -113,6 +115,31 @@ def _metrics(
     return metrics
 
 
+def _store_state(
+    app: FastAPI,
+    settings: Settings,
+    engine: Engine,
+    factory: sessionmaker[Session],
+    sample_store: samples.SampleStore,
+) -> None:
+    """What the requests share of the store: the engine, its write lock and the writers."""
+    app.state.engine = engine
+    app.state.session_factory = factory
+    app.state.write_lock = db.write_lock(engine, settings.database_busy_timeout_s)
+    # SQLite: WAL checkpoints beside the commits instead of inside one (timeline.wal_checkpoint)
+    app.state.checkpointer = wal_checkpoint.for_engine(engine)
+    # SQLite: staged samples filed into `samples` in bulk, beside the ingest (samples_stage)
+    app.state.stage_mover = samples_stage.for_engine(engine, factory, app.state.write_lock)
+    # Agents' sample batches, several per transaction (timeline.group_commit)
+    app.state.group_writer = (
+        GroupWriter(factory, app.state.write_lock) if settings.ingest_group_commit else None
+    )
+    # PostgreSQL classifies the fleet per node itself (timeline.fleet_cells): 100k GPUs. It
+    # reads gpu_latest, which the SQL sample store keeps (VictoriaMetrics keeps its own).
+    cells = engine.dialect.name == "postgresql" and isinstance(sample_store, SqlSampleStore)
+    app.state.fleet_cache = FleetCache(settings.fleet_cache_s, factory, cells=cells)
+
+
 def create_app(
     settings: Settings,
     *,
@@ -153,21 +180,7 @@ def create_app(
     )
     app.state.settings = settings
     app.state.tokens = tokens
-    app.state.engine = engine
-    app.state.session_factory = factory
-    app.state.write_lock = db.write_lock(engine, settings.database_busy_timeout_s)
-    # SQLite: WAL checkpoints beside the commits instead of inside one (timeline.wal_checkpoint)
-    app.state.checkpointer = wal_checkpoint.for_engine(engine)
-    # SQLite: staged samples filed into `samples` in bulk, beside the ingest (samples_stage)
-    app.state.stage_mover = samples_stage.for_engine(engine, factory, app.state.write_lock)
-    # Agents' sample batches, several per transaction (timeline.group_commit)
-    app.state.group_writer = (
-        GroupWriter(factory, app.state.write_lock) if settings.ingest_group_commit else None
-    )
-    # PostgreSQL classifies the fleet per node itself (timeline.fleet_cells): 100k GPUs. It
-    # reads gpu_latest, which the SQL sample store keeps (VictoriaMetrics keeps its own).
-    cells = engine.dialect.name == "postgresql" and isinstance(sample_store, SqlSampleStore)
-    app.state.fleet_cache = FleetCache(settings.fleet_cache_s, factory, cells=cells)
+    _store_state(app, settings, engine, factory, sample_store)
     app.state.metrics = _metrics(app, leader, registry)
     app.state.runtime = runtime
     app.state.sample_store = sample_store

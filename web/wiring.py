@@ -43,24 +43,7 @@ def _telemetry_jobs(runtime: ServerRuntime, settings: Settings) -> None:
 
 def configure_runtime(runtime: ServerRuntime, settings: Settings) -> None:
     """Register the cluster sources and the correlator that the settings switch on."""
-    if settings.slurm_enabled:
-        from collector.slurm import build_slurm_source
-
-        slurm = build_slurm_source(settings)
-        if slurm is not None:
-            runtime.add_source(ScheduledSource(slurm, settings.slurm_poll_s))
-            log.info("slurm source every %.0f s", settings.slurm_poll_s)
-    if settings.kubernetes_enabled:
-        from collector.kubernetes import build_kubernetes_source
-
-        runtime.add_stream(build_kubernetes_source(settings))
-        log.info("kubernetes source watching pods, events and nodes")
-    if settings.wandb_enabled:
-        from collector.wandb import build_wandb_source
-
-        wandb = build_wandb_source(settings, job_state=lambda j: _job_state(runtime, j))
-        runtime.add_source(ScheduledSource(wandb, settings.wandb_interval_s))
-        log.info("wandb source every %.0f s", settings.wandb_interval_s)
+    _cluster_sources(runtime, settings)
     if settings.samples_backend == "sql":  # VictoriaMetrics keeps and drops its own
         _telemetry_jobs(runtime, settings)
     if settings.prometheus_enabled:
@@ -87,22 +70,45 @@ def configure_runtime(runtime: ServerRuntime, settings: Settings) -> None:
                 healer.wake.set()  # act on a new incident now, not at the next healer interval
 
         runtime.add("correlator", correlate, settings.correlator_interval_s)
-
     if settings.notify_enabled:
-        from web.notify.jobs import build_notifier, run_notifier
+        _notifier(runtime, settings)
 
-        notifier = build_notifier(runtime.factory, settings)
-        # The lease fence: a leader that lost its term records nothing as sent (issue #13).
-        runtime.add(
-            "notifier",
-            lambda: run_notifier(notifier, fence=runtime.fence),
-            settings.notify_interval_s,
-        )
-        log.info(
-            "notifier every %.0f s on %d routes",
-            settings.notify_interval_s,
-            len(notifier.config.routes),
-        )
+
+def _cluster_sources(runtime: ServerRuntime, settings: Settings) -> None:
+    """The Slurm, Kubernetes and W&B sources the settings switch on."""
+    if settings.slurm_enabled:
+        from collector.slurm import build_slurm_source
+
+        slurm = build_slurm_source(settings)
+        if slurm is not None:
+            runtime.add_source(ScheduledSource(slurm, settings.slurm_poll_s))
+            log.info("slurm source every %.0f s", settings.slurm_poll_s)
+    if settings.kubernetes_enabled:
+        from collector.kubernetes import build_kubernetes_source
+
+        runtime.add_stream(build_kubernetes_source(settings))
+        log.info("kubernetes source watching pods, events and nodes")
+    if settings.wandb_enabled:
+        from collector.wandb import build_wandb_source
+
+        wandb = build_wandb_source(settings, job_state=lambda j: _job_state(runtime, j))
+        runtime.add_source(ScheduledSource(wandb, settings.wandb_interval_s))
+        log.info("wandb source every %.0f s", settings.wandb_interval_s)
+
+
+def _notifier(runtime: ServerRuntime, settings: Settings) -> None:
+    from web.notify.jobs import build_notifier, run_notifier
+
+    notifier = build_notifier(runtime.factory, settings)
+    # The lease fence: a leader that lost its term records nothing as sent (issue #13).
+    runtime.add(
+        "notifier", lambda: run_notifier(notifier, fence=runtime.fence), settings.notify_interval_s
+    )
+    log.info(
+        "notifier every %.0f s on %d routes",
+        settings.notify_interval_s,
+        len(notifier.config.routes),
+    )
 
 
 def _correlator_pass(
