@@ -3,18 +3,24 @@
 Top level (whole corpus, as before): {"n", "category_accuracy", "blame_accuracy",
 "node_accuracy"}. Added: the same figures and more for each split ("training", "validation",
 "validation_new_sources": validation cases whose source is not one of the original 92 cases';
-"training_added_after_split": the training cases issue #11's second and third rounds added,
-"training_added_round3" / "_round4" / "_round5": those of the third / fourth / fifth round alone),
+"training_added_after_split": the training cases issue #11's later rounds added,
+"training_added_round3" / "_round4" / "_round5" / "_round8": those of the third / fourth /
+fifth / eighth round alone),
 "before":
 the frozen figures the rules scored before issue #11 changed any rule, "round1": the
 figures round one of issue #11 left (benchmarks/explain_round1.json), "round2": the figures
 round two left, measured before round three changed any rule (benchmarks/explain_round2.json),
 "round3": the figures round three left, measured before round four changed any rule
 (benchmarks/explain_round3.json), "round4": the figures round four left, measured before
-round five changed any rule (benchmarks/explain_round4.json), and "round5": the figures round
-five left, measured before round six changed any rule (benchmarks/explain_round5.json).
+round five changed any rule (benchmarks/explain_round4.json), "round5": the figures round
+five left, measured before round six changed any rule (benchmarks/explain_round5.json), and
+"round7": the figures the rules at the start of round eight (main at 82874bb) scored on the
+whole corpus with round eight's new cases, measured before round eight changed any rule
+(benchmarks/explain_round7.json).
 "validation_3": a second held-out split gathered in round three from sources no other case
-uses, labelled and scored with round two's rules before any rule of round three was written.
+uses, labelled and scored with round two's rules before any rule of round three was written;
+"validation_4": a third one, gathered in round eight from sources no other case uses, labelled
+and scored with the rules of 82874bb before any rule of round eight was written.
 
 Per split: culprit_accuracy (the node, over cases whose label names one), nothing_recognised_rate
 (cases with a failure to explain where explain recognised nothing), node_blame_on_user_or_oom
@@ -41,7 +47,8 @@ ROUND2 = Path(__file__).resolve().parent / "explain_round2.json"
 ROUND3 = Path(__file__).resolve().parent / "explain_round3.json"
 ROUND4 = Path(__file__).resolve().parent / "explain_round4.json"
 ROUND5 = Path(__file__).resolve().parent / "explain_round5.json"
-_SPLITS = ("training", "validation", "validation_3")
+ROUND7 = Path(__file__).resolve().parent / "explain_round7.json"
+_SPLITS = ("training", "validation", "validation_3", "validation_4")
 _JOB_TRUTH = {"user_code", "oom_host", "oom_gpu"}
 
 
@@ -125,6 +132,8 @@ def evaluate(corpus: Path, only: str | None = None) -> tuple[dict[str, Any], lis
             keys.append("training_added_round4")
         if case.get("round5"):
             keys.append("training_added_round5")
+        if case.get("round8"):
+            keys.append("training_added_round8")
         for key in keys:
             groups.setdefault(key, []).append(outcome)
         if split == "training" and not (
@@ -147,9 +156,11 @@ def evaluate(corpus: Path, only: str | None = None) -> tuple[dict[str, Any], lis
         "training_added_round3",
         "training_added_round4",
         "training_added_round5",
+        "training_added_round8",
         "validation",
         "validation_new_sources",
         "validation_3",
+        "validation_4",
     ):
         if key in groups:
             figures[key] = figures_of(groups[key])
@@ -177,6 +188,7 @@ def run(argv: list[str]) -> dict[str, Any]:
             ("round3", ROUND3),
             ("round4", ROUND4),
             ("round5", ROUND5),
+            ("round7", ROUND7),
         )
         for key, path in frozen:
             if path.exists():

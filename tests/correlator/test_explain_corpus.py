@@ -34,7 +34,11 @@ VALIDATION_SHA256 = "0702de6645d780b08d41c75278a38e2335accbef871ded5022d2c3bfeae
 # sha256 of the sorted validation_3 sources (round three's held-out split, gathered from sources
 # no other case uses and scored before any rule of round three): never move a case in or out.
 VALIDATION_3_SHA256 = "aef104d98ace5726b428b8f1e8d3f1b73215b99e72d48b3c226d7c6d6ec086b7"
-HELD_OUT = ("validation", "validation_3")
+# sha256 of the sorted validation_4 sources (round eight's held-out split: the first half, rounded
+# up, of the sorted new sources after random.Random(8).shuffle, drawn before any rule of round
+# eight and scored once with the rules of 82874bb): never move a case in or out.
+VALIDATION_4_SHA256 = "3bfb26da646365a7a87dcdd33987fec661c622c2f7795aa336b3a94dd257d5ce"
+HELD_OUT = ("validation", "validation_3", "validation_4")
 # Training cases explain still gets wrong, each with the reason; validation is never listed.
 KNOWN_TRAINING_MISSES: dict[str, str] = {
     "126_k8s-evicted-ephemeral-exitcode-137.txt": "node named only in an alert's prose",
@@ -47,6 +51,25 @@ KNOWN_TRAINING_MISSES: dict[str, str] = {
         "markdown italics in the paste cut NCCL's 'unhandled cuda error' into 'cuda _error_'"
     ),
 }
+# Round eight's new training cases that the rules of 82874bb get wrong: they were written before
+# the rules that cover them (strict: a case that starts passing must leave this set).
+ROUND8_OPEN = {
+    "452_gloo-new-group-connect-refused-peer-ip.txt",
+    "464_llama-stack-root-cause-flattened-exitcode-9-ec2.txt",
+    "477_amd-vi-io-page-fault-nvidia-p2p-syslog-host.txt",
+}
+TRAINING_PARAMS = [
+    pytest.param(
+        c,
+        id=c["file"],
+        marks=pytest.mark.xfail(
+            strict=True, reason="round eight: written before the rules that cover it"
+        ),
+    )
+    if c["file"] in ROUND8_OPEN
+    else pytest.param(c, id=c["file"])
+    for c in TRAINING
+]
 
 
 def test_corpus_has_300_sourced_cases_from_150_sources_covering_every_category() -> None:
@@ -68,11 +91,14 @@ def test_corpus_has_300_sourced_cases_from_150_sources_covering_every_category()
         assert case.get("round5", False) in (False, True), case["file"]
         if case.get("round5"):  # and round five's
             assert case["split"] == "training" and case["added_after_split"], case["file"]
+        assert case.get("round8", False) in (False, True), case["file"]
+        if case.get("round8"):  # and round eight's
+            assert case["split"] == "training" and case["added_after_split"], case["file"]
         assert (CORPUS / case["file"]).read_text("utf-8").strip(), case["file"]
 
 
 def test_validation_split_is_the_frozen_third_and_shares_no_source() -> None:
-    splits: dict[str, set[str]] = {"training": set(), "validation": set(), "validation_3": set()}
+    splits: dict[str, set[str]] = {split: set() for split in ("training", *HELD_OUT)}
     for case in LABELS:
         splits[case["split"]].add(case["source"])
     assert not splits["training"] & splits["validation"]
@@ -81,7 +107,7 @@ def test_validation_split_is_the_frozen_third_and_shares_no_source() -> None:
     at_split = {
         c["source"]
         for c in LABELS
-        if not c.get("added_after_split") and c["split"] != "validation_3"
+        if not c.get("added_after_split") and c["split"] not in ("validation_3", "validation_4")
     }
     assert len(splits["validation"]) == round(len(at_split) / 3)
     added = [c for c in LABELS if c.get("added_after_split")]
@@ -99,6 +125,20 @@ def test_validation_3_is_frozen_and_shares_no_source_with_the_other_splits() -> 
     assert not any(c["original"] or c.get("added_after_split") for c in third)
     digest = hashlib.sha256("\n".join(sorted(sources)).encode()).hexdigest()
     assert digest == VALIDATION_3_SHA256
+
+
+def test_validation_4_is_frozen_and_shares_no_source_with_the_other_splits() -> None:
+    fourth = [c for c in LABELS if c["split"] == "validation_4"]
+    sources = {c["source"] for c in fourth}
+    others = {c["source"] for c in LABELS if c["split"] != "validation_4"}
+    assert len(fourth) >= 12 and len(sources) == len(fourth)  # one case per source
+    assert not sources & others
+    assert not any(c["original"] or c.get("added_after_split") for c in fourth)
+    # drawn together with round eight's training cases: the first half, rounded up
+    round8 = {c["source"] for c in LABELS if c.get("round8")}
+    assert len(sources) == (len(sources) + len(round8) + 1) // 2
+    digest = hashlib.sha256("\n".join(sorted(sources)).encode()).hexdigest()
+    assert digest == VALIDATION_4_SHA256
 
 
 def _shared_tool(name: str) -> Path | None:
@@ -125,7 +165,7 @@ def test_no_corpus_source_is_on_the_excluded_list() -> None:
     assert done.returncode == 0, done.stdout + done.stderr
 
 
-@pytest.mark.parametrize("case", TRAINING, ids=[c["file"] for c in TRAINING])
+@pytest.mark.parametrize("case", TRAINING_PARAMS)
 def test_explain_gives_the_labelled_verdict_on_training_cases(case: dict[str, Any]) -> None:
     if case["file"] in KNOWN_TRAINING_MISSES:
         pytest.xfail(KNOWN_TRAINING_MISSES[case["file"]])
@@ -184,9 +224,19 @@ def test_bench_explain_keeps_the_four_figures_and_adds_splits_and_before() -> No
         "round3",
         "round4",
         "round5",
+        "validation_4",
+        "training_added_round8",
+        "round7",
     ):
         assert split in result
-    for split in ("training", "validation", "training_added_after_split", "validation_3"):
+    for split in (
+        "training",
+        "validation",
+        "training_added_after_split",
+        "validation_3",
+        "validation_4",
+        "training_added_round8",
+    ):
         assert set(result[split]) == {
             "n",
             "category_accuracy",
@@ -197,7 +247,7 @@ def test_bench_explain_keeps_the_four_figures_and_adds_splits_and_before() -> No
             "nothing_recognised_rate",
             "node_blame_on_user_or_oom",
         }
-    held_out = result["validation"]["n"] + result["validation_3"]["n"]
+    held_out = sum(result[split]["n"] for split in HELD_OUT)
     assert result["training"]["n"] + held_out == len(LABELS)
     assert result["before"]["validation"]["n"] == result["validation"]["n"]
     assert result["round1"]["validation"]["n"] == result["validation"]["n"]
@@ -212,6 +262,12 @@ def test_bench_explain_keeps_the_four_figures_and_adds_splits_and_before() -> No
     # and round five's before round six changed any rule
     assert result["round5"]["validation"]["n"] == result["validation"]["n"]
     assert result["round5"]["validation_3"]["n"] == result["validation_3"]["n"]
+    # the rules of 82874bb were scored on every split, round eight's new cases included, before
+    # round eight changed any rule
+    for split in (*HELD_OUT, "training_added_round8"):
+        assert result["round7"][split]["n"] == result[split]["n"]
+    round8 = [c for c in LABELS if c.get("round8")]
+    assert result["training_added_round8"]["n"] == len(round8) >= 10
     added = [c for c in LABELS if c.get("added_after_split")]
     assert result["training_added_after_split"]["n"] == len(added) >= 60
 
@@ -219,7 +275,7 @@ def test_bench_explain_keeps_the_four_figures_and_adds_splits_and_before() -> No
 def test_bench_explain_scores_one_split_alone_and_lists_only_training_misses() -> None:
     result = run(["--split", "training", "--misses"])
     assert "validation" not in result and result["training"]["n"] == len(TRAINING)
-    assert "validation_3" not in result
+    assert "validation_3" not in result and "validation_4" not in result
     assert {m["split"] for m in result["misses"]} <= {"training"}
     assert {m["file"] for m in result["misses"]} >= set(KNOWN_TRAINING_MISSES)
 
