@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from correlator.explain.hosts import own_addresses
 from correlator.explain.models import ExplainInputError, Explanation
 from correlator.explain.readers import read_delivered
 from correlator.explain.reasoning import (
@@ -66,7 +67,7 @@ def explain_text(text: str) -> Explanation:
             "No failure evidence that fleetmedic recognises was found in the input "
             "(Xid, NCCL, CUDA, OOM, scheduler or node-failure lines)."
         )
-    node = node_of(conclusion, hosts)
+    node = node_of(conclusion, hosts, own_addresses(delivered.lines))
     gpu, index = gpu_of(conclusion)
     job, user = job_and_user(conclusion)
     evidence: list[str] = []

@@ -193,3 +193,28 @@ def distinct(hosts: list[str]) -> list[str]:
     for h in hosts:
         seen.setdefault(h.lower(), h)
     return list(seen.values())
+
+
+# NCCL's init lines in which each host names its own addresses (its NCCL prefix in front), so a
+# peer that another line names by address can be told to be that host. NVIDIA/nccl
+# src/bootstrap.cc "Bootstrap: Using%s" (each interface " [%d]%s:%s"; older "Bootstrap : Using
+# %s:%s"), src/transport/net_socket.cc "NET/Socket : Using%s" (the same list), and
+# src/transport/net_ib/init.cc "NET/IB : Using%s %s; OOB %s:%s"; every address is
+# ncclSocketToString's "addr<port>".
+_NCCL_USING = re.compile(
+    r"(?P<h>[A-Za-z0-9][\w.-]*):\d+:\d+ \[\d+\] NCCL INFO "
+    r"(?:Bootstrap ?: ?Using|NET/Socket : Using|NET/IB : Using)(?P<rest>.*)"
+)
+_IF_ADDR = re.compile(r"(?:^|[\s\]])[\w.-]+:(?P<a>[0-9A-Fa-f:.]+)<\d+>")
+
+
+def own_addresses(lines: list[str]) -> dict[str, str]:
+    """Address (lower-case) -> the host whose own NCCL init line names it as its interface."""
+    found: dict[str, str] = {}
+    for line in lines:
+        m = _NCCL_USING.search(line) if "NCCL INFO" in line else None
+        host = clean_host(m.group("h")) if m else None
+        if m and host:
+            for a in _IF_ADDR.finditer(m.group("rest")):
+                found.setdefault(a.group("a").lower(), host)
+    return found

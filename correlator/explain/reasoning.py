@@ -114,13 +114,17 @@ def _as_named(peer: str, text_hosts: list[str]) -> str:
     return peer
 
 
-def node_of(conclusion: Conclusion, text_hosts: list[str]) -> str | None:
+def node_of(
+    conclusion: Conclusion, text_hosts: list[str], addresses: dict[str, str] | None = None
+) -> str | None:
     """The culprit host: the peer the evidence names, else the one host whose own lines show
     the fault, else the one host the whole text names; never a host that only printed a
-    timeout or a peer's failure (None when the text does not settle it)."""
-    peers = [f.verdict.culprit for f in conclusion.support if f.verdict.culprit]
-    if peers:
-        peer = most_named(peers)
+    timeout or a peer's failure (None when the text does not settle it). `addresses` maps an
+    address to the host that the text shows owns it (hosts.own_addresses)."""
+    named = [f for f in conclusion.support if f.verdict.culprit]
+    if named:
+        links = first_links(named, distinct(text_hosts), addresses or {})
+        peer = most_named([p for p, _ in links]) or first_named(links)
         return _as_named(peer, distinct(text_hosts)) if peer else None
     own = [f for f in conclusion.support if f.verdict.at_printer]
     if not own:
@@ -137,10 +141,53 @@ def node_of(conclusion: Conclusion, text_hosts: list[str]) -> str | None:
     return others[0] if len(others) == 1 else None
 
 
+def first_links(
+    named: list[Finding], hosts: list[str], addresses: dict[str, str]
+) -> list[tuple[str, Finding]]:
+    """Each peer the findings name, with the line naming it, less the peers that are themselves
+    seen losing another peer. A closed-by-peer / recv-from-peer line (NCCL socket.cc, Gloo
+    pair.cc, TCPStore) says only that its remote end went away; a named peer whose own line
+    reports losing someone else was alive to see that and went down after it (the abort
+    cascade), so it is a later link of the chain, not the first. When every peer is seen so (a
+    pair of hosts, each with ranks that lost the other's), the peers are kept as named and the
+    counts decide."""
+    pairs = [(_as_named(f.verdict.culprit, hosts), f) for f in named if f.verdict.culprit]
+
+    def host(peer: str) -> str:  # a peer named by address, as the host that owns it
+        return addresses.get(peer.lower(), peer).lower()
+
+    victims = {
+        f.event.node.lower()
+        for peer, f in pairs
+        if f.event.node and f.event.node.lower() != host(peer)
+    }
+    first = [(peer, f) for peer, f in pairs if host(peer) not in victims]
+    return first or pairs
+
+
+def first_named(links: list[tuple[str, Finding]]) -> str | None:
+    """The peer named by the earliest line, when the lines name different peers and the text's
+    own clocks put that loss FIRST_MARGIN_S ahead of every other peer's: the first connection
+    lost is to the rank that went first; the later ones are ranks ended by the abort."""
+    first: dict[str, float] = {}
+    for peer, f in links:
+        at = when(f.event)
+        if at is None:
+            return None  # a loss without a clock cannot be ordered against the others
+        first[peer.lower()] = min(first.get(peer.lower(), math.inf), at)
+    ordered = sorted(first.items(), key=lambda kv: kv[1])
+    if len(ordered) < 2 or ordered[1][1] - ordered[0][1] < FIRST_MARGIN_S:
+        return None
+    return next(peer for peer, _ in links if peer.lower() == ordered[0][0])
+
+
 def most_named(peers: list[str]) -> str | None:
     """The peer that the most lines name, when one is named more often than any other (and more
-    than once); a lone peer is named too. Every surviving rank that talked to a dead rank reports
-    it, while the ranks that die of the abort afterwards are each reported by fewer."""
+    than once); a lone peer is named too; None for none. Every surviving rank that talked to a
+    dead rank reports it, while the ranks that die of the abort afterwards are each reported by
+    fewer."""
+    if not peers:
+        return None
     counts: dict[str, int] = {}
     spelled: dict[str, str] = {}
     for p in peers:
