@@ -57,8 +57,11 @@ _LINE_PATTERNS: tuple[re.Pattern[str], ...] = (
     re.compile(r"Successfully assigned \S+ to (?P<h>[A-Za-z0-9][\w.-]*)\s*$"),
     # slurmctld: "sched: Allocate JobId=12 NodeList=gpu-node-07 #CPUs=2" (one node, not a range)
     re.compile(r"\bNodeList=(?P<h>[A-Za-z0-9][\w.-]*)(?=\s|$)"),
-    # torch elastic ChildFailedError block: "  host      : gpu-node-07"
+    # torch elastic ChildFailedError block: "  host      : gpu-node-07"; the same entry pasted
+    # onto one line keeps its field order (errors/__init__.py _FAILURE_FORMAT_TEMPLATE: time,
+    # host, rank, exitcode): "... host : gpu-node-07 rank : 0 (local_rank: 0) exitcode : -9"
     re.compile(r"^\s*host\s*:\s*(?P<h>\S+)\s*$"),
+    re.compile(r"\bhost\s*:\s*(?P<h>[A-Za-z0-9][\w.-]*)\s+rank\s*:\s*-?\d+"),
     # Slurm: "*** JOB 12 ON gpu-node-07 CANCELLED ..." / "STEPD TERMINATED ON gpu-node-07 AT" /
     # "... ON gpu-node-07 UNCORRECTABLE MEMORY ERROR AT ..." / "... ON gpu-node-07 FAILED (...)"
     re.compile(

@@ -51,25 +51,6 @@ KNOWN_TRAINING_MISSES: dict[str, str] = {
         "markdown italics in the paste cut NCCL's 'unhandled cuda error' into 'cuda _error_'"
     ),
 }
-# Round eight's new training cases that the rules of 82874bb get wrong: they were written before
-# the rules that cover them (strict: a case that starts passing must leave this set).
-ROUND8_OPEN = {
-    "452_gloo-new-group-connect-refused-peer-ip.txt",
-    "464_llama-stack-root-cause-flattened-exitcode-9-ec2.txt",
-    "477_amd-vi-io-page-fault-nvidia-p2p-syslog-host.txt",
-}
-TRAINING_PARAMS = [
-    pytest.param(
-        c,
-        id=c["file"],
-        marks=pytest.mark.xfail(
-            strict=True, reason="round eight: written before the rules that cover it"
-        ),
-    )
-    if c["file"] in ROUND8_OPEN
-    else pytest.param(c, id=c["file"])
-    for c in TRAINING
-]
 
 
 def test_corpus_has_300_sourced_cases_from_150_sources_covering_every_category() -> None:
@@ -165,7 +146,7 @@ def test_no_corpus_source_is_on_the_excluded_list() -> None:
     assert done.returncode == 0, done.stdout + done.stderr
 
 
-@pytest.mark.parametrize("case", TRAINING_PARAMS)
+@pytest.mark.parametrize("case", TRAINING, ids=[c["file"] for c in TRAINING])
 def test_explain_gives_the_labelled_verdict_on_training_cases(case: dict[str, Any]) -> None:
     if case["file"] in KNOWN_TRAINING_MISSES:
         pytest.xfail(KNOWN_TRAINING_MISSES[case["file"]])
