@@ -97,29 +97,28 @@ def test_validation_split_is_the_frozen_third_and_shares_no_source() -> None:
     assert digest == VALIDATION_SHA256
 
 
-def test_validation_3_is_frozen_and_shares_no_source_with_the_other_splits() -> None:
-    third = [c for c in LABELS if c["split"] == "validation_3"]
-    sources = {c["source"] for c in third}
-    others = {c["source"] for c in LABELS if c["split"] != "validation_3"}
-    assert len(third) >= 40 and len(sources) == len(third)  # one case per source
+def _later_held_out(split: str, minimum: int) -> str:
+    """A held-out split gathered after the first (one case per source, from sources no other
+    split uses, none of them original or added to training): the sha256 of its sources."""
+    cases = [c for c in LABELS if c["split"] == split]
+    sources = {c["source"] for c in cases}
+    others = {c["source"] for c in LABELS if c["split"] != split}
+    assert len(cases) >= minimum and len(sources) == len(cases)  # one case per source
     assert not sources & others
-    assert not any(c["original"] or c.get("added_after_split") for c in third)
-    digest = hashlib.sha256("\n".join(sorted(sources)).encode()).hexdigest()
-    assert digest == VALIDATION_3_SHA256
+    assert not any(c["original"] or c.get("added_after_split") for c in cases)
+    return hashlib.sha256("\n".join(sorted(sources)).encode()).hexdigest()
+
+
+def test_validation_3_is_frozen_and_shares_no_source_with_the_other_splits() -> None:
+    assert _later_held_out("validation_3", 40) == VALIDATION_3_SHA256
 
 
 def test_validation_4_is_frozen_and_shares_no_source_with_the_other_splits() -> None:
-    fourth = [c for c in LABELS if c["split"] == "validation_4"]
-    sources = {c["source"] for c in fourth}
-    others = {c["source"] for c in LABELS if c["split"] != "validation_4"}
-    assert len(fourth) >= 12 and len(sources) == len(fourth)  # one case per source
-    assert not sources & others
-    assert not any(c["original"] or c.get("added_after_split") for c in fourth)
+    assert _later_held_out("validation_4", 12) == VALIDATION_4_SHA256
     # drawn together with round eight's training cases: the first half, rounded up
+    fourth = {c["source"] for c in LABELS if c["split"] == "validation_4"}
     round8 = {c["source"] for c in LABELS if c.get("round8")}
-    assert len(sources) == (len(sources) + len(round8) + 1) // 2
-    digest = hashlib.sha256("\n".join(sorted(sources)).encode()).hexdigest()
-    assert digest == VALIDATION_4_SHA256
+    assert len(fourth) == (len(fourth) + len(round8) + 1) // 2
 
 
 def _shared_tool(name: str) -> Path | None:
