@@ -1,5 +1,6 @@
 """Recognizers for kernel messages about the host itself: lockups, hung tasks, panics, machine
-checks, memory (EDAC) errors, block-device and filesystem I/O errors, NFS servers gone.
+checks, memory (EDAC) errors, block-device and filesystem I/O errors, NFS servers gone, and the
+IOMMU blocking a device's DMA.
 
 Each is a `Match` of kind OTHER carrying the message; what it means is the correlator's rule
 (correlator/rules/emitters/linux_kernel.json). Formats are the kernel's own printk strings.
@@ -14,7 +15,8 @@ from timeline.models import EventKind, Severity
 
 # (slug, message shape) -- kernel/watchdog.c, kernel/watchdog_perf.c, kernel/hung_task.c,
 # kernel/panic.c, arch/x86/kernel/cpu/mce/core.c, drivers/edac, block/blk-core.c,
-# fs/buffer.c, fs/ext4/super.c, fs/xfs, fs/nfs/client.c
+# fs/buffer.c, fs/ext4/super.c, fs/xfs, fs/nfs/client.c, drivers/iommu/amd/iommu.c
+# (amd_iommu_report_page_fault), drivers/iommu/intel/dmar.c (dmar_fault_do_one)
 _NODE_FAULTS: list[tuple[str, re.Pattern[str]]] = [
     ("soft_lockup", re.compile(r"BUG: soft lockup\W")),
     ("hard_lockup", re.compile(r"Watchdog detected hard LOCKUP|NMI watchdog: .*hard LOCKUP")),
@@ -36,10 +38,17 @@ _NODE_FAULTS: list[tuple[str, re.Pattern[str]]] = [
         ),
     ),
     ("nfs_down", re.compile(r"nfs: server \S+ not responding")),
+    (
+        "iommu_fault",
+        re.compile(
+            r"AMD-Vi: Event logged \[IO_PAGE_FAULT |"
+            r"\bDMAR: ?\[(?:DMA (?:Read|Write)|INTR-REMAP)[^\]]{0,24}\] Request device \["
+        ),
+    ),
 ]
 WORTH_A_LOOK = re.compile(
     r"lockup|LOCKUP|blocked for more than|panic|BUG|Hardware Error|Machine check|EDAC|"
-    r"I/O error|EXT4-fs|XFS|read-only|nfs: server"
+    r"I/O error|EXT4-fs|XFS|read-only|nfs: server|IO_PAGE_FAULT|DMAR"
 )
 
 

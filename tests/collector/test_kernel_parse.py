@@ -393,9 +393,25 @@ def test_real_soft_lockup_in_a_journal_is_a_host_fault_of_that_host() -> None:
         ("EXT4-fs error (device sda1): ext4_find_entry:1455: inode #2: comm ls", "fs_error"),
         ("nfs: server storage01 not responding, still trying", "nfs_down"),
         ("Kernel panic - not syncing: Fatal hardware error!", "panic"),
+        # drivers/iommu/amd/iommu.c, drivers/iommu/intel/dmar.c
+        (
+            "nvidia 0000:41:00.0: AMD-Vi: Event logged [IO_PAGE_FAULT domain=0x000b "
+            "address=0x3fe00040 flags=0x0020]",
+            "iommu_fault",
+        ),
+        (
+            "DMAR: [DMA Write NO_PASID] Request device [41:00.0] fault addr 0x3fe00000 "
+            "[fault reason 0x05] PTE Write access is not set",
+            "iommu_fault",
+        ),
     ],
 )
 def test_host_fault_messages_are_recognised_with_their_text(message: str, fault: str) -> None:
     ev = parse_kernel_line(f"[ 812.1] {message}", boot_ts=1_000.0)
     assert ev is not None and ev.kind is EventKind.OTHER
     assert ev.payload["fault"] == fault and ev.payload["text"] == message
+
+
+def test_the_iommu_announcing_itself_is_not_a_host_fault() -> None:
+    for message in ("DMAR: IOMMU enabled", "AMD-Vi: Interrupt remapping enabled"):
+        assert parse_kernel_line(f"[ 0.41] {message}", boot_ts=1_000.0) is None
