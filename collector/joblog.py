@@ -117,6 +117,7 @@ class JobLogSource:
             job_id=target.job_id,
             flood_window_s=self.flood_window_s,
             emit_first=True,  # the first of a flood goes out at once, its repeats counted later
+            suspects=True,  # failure-worded lines no recognizer reads go to the correlator's rules
         )
         return _Followed(target, self.open_stream(target, self.health), parser)
 
@@ -127,9 +128,13 @@ class JobLogSource:
         except Exception as exc:  # a stream is I/O against something else; never crash
             self.health.error("stream_failed", exc)
             return events
+        dropped = fol.parser.suspects_dropped
         for offset, line in lines:
             fol.lines += 1
             events += [self._keyed(fol, ev) for ev in fol.parser.feed(line, ts=now, offset=offset)]
+        for _ in range(fol.parser.suspects_dropped - dropped):
+            # failure-worded lines past the per-window bound: nobody reads them (counted)
+            self.health.parse_failure("unclassified_over_bound", fol.target.path)
         return events
 
     def _finish(self, fol: _Followed) -> list[Event]:

@@ -25,6 +25,7 @@ from collector.parse.joblog_gpu import gpu_fault
 from collector.parse.joblog_launch import failure_entry, launch
 from collector.parse.joblog_more import WORTH_A_LOOK, failure_line, launcher_exit
 from collector.parse.joblog_rules import JobMatch, RuleFn, nccl_error, nccl_timeout
+from collector.parse.joblog_suspect import MAX_PER_WINDOW, suspect_line
 from timeline.models import Event, EventKind, Severity
 
 RULES: list[RuleFn] = [
@@ -148,8 +149,12 @@ class JobLogParser:
         flood_window_s: float = 300.0,
         max_flood_keys: int = 4096,
         emit_first: bool = False,
+        suspects: bool = False,
     ) -> None:
+        """`suspects`: also pass on the lines only the correlator's rules may read
+        (joblog_suspect), as the agent does; `explain` reads those lines itself."""
         self.node, self.job_id, self.source = node, job_id, source
+        self.suspects = suspects
         self._flood = FloodCollapser(
             window_s=flood_window_s, max_keys=max_flood_keys, emit_first=emit_first
         )
@@ -160,6 +165,10 @@ class JobLogParser:
         self._last: tuple[str, tuple[object, ...]] | None = None  # last line -> its flood key
         # The last line that said nothing but might, were the terminal not to have wrapped it.
         self._wrap: tuple[str, str, dict[str, Any], int | None] | None = None
+        # Lines only the correlator's rules may read (joblog_suspect): passed on per flood
+        # window up to a bound, the rest counted (a chatty job cannot fill the store).
+        self._suspects: tuple[float, int] = (0.0, 0)
+        self.suspects_dropped = 0
 
     def feed(self, line: str, *, ts: float | None = None, offset: int | None = None) -> list[Event]:
         """Parse one line; `ts` is when it was read, `offset` where it starts in its file."""
@@ -197,6 +206,10 @@ class JobLogParser:
         if m is None:
             if _WORTH_A_LOOK.search(text):
                 self._wrap = (line, text, extra, offset)
+            m = suspect_line(text) if self.suspects else None
+            if m is None:
+                return out
+        if m.payload.get("unclassified") and self._over_bound(ts):
             return out
         ev = _event(m, line, extra, node=self.node, job_id=self.job_id, ts=ts, source=self.source)
         if offset is not None:
@@ -210,6 +223,18 @@ class JobLogParser:
         out += self._flood.add(ev)
         self._last = (line, FloodCollapser.key(ev))
         return out
+
+    def _over_bound(self, ts: float | None) -> bool:
+        """Whether one more unclassified line in this flood window is over the bound."""
+        now = ts if ts is not None else 0.0
+        start, count = self._suspects
+        if now - start >= self._flood.window_s or now < start:
+            start, count = now, 0
+        if count >= MAX_PER_WINDOW:
+            self.suspects_dropped += 1
+            return True
+        self._suspects = (start, count + 1)
+        return False
 
     def tick(self, now: float, *, grace_s: float = 1.0) -> list[Event]:
         """Release what waited long enough by `now` (streaming use)."""
@@ -291,9 +316,13 @@ def parse_job_text(
     ts: float | None = None,
     source: str = "joblog",
     flood_window_s: float = 300.0,
+    suspects: bool = False,
 ) -> list[Event]:
-    """A whole job log -> Events in order, ChildFailedError blocks joined, floods collapsed."""
-    parser = JobLogParser(node=node, job_id=job_id, source=source, flood_window_s=flood_window_s)
+    """A whole job log -> Events in order, ChildFailedError blocks joined, floods collapsed
+    (`suspects`: as JobLogParser's)."""
+    parser = JobLogParser(
+        node=node, job_id=job_id, source=source, flood_window_s=flood_window_s, suspects=suspects
+    )
     out: list[Event] = []
     for line in text.splitlines():
         out += parser.feed(line, ts=ts)

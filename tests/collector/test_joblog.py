@@ -174,6 +174,20 @@ def test_missing_file_and_failing_target_lister_never_crash(tmp_path: Path) -> N
     assert ev.kind is EventKind.HOST_OOM
 
 
+def test_the_source_passes_on_unrecognised_failure_lines_and_counts_those_over_the_bound(
+    tmp_path: Path,
+) -> None:
+    log = tmp_path / "slurm-77.out"
+    lines = [f"shard {i}: could not open /data/part-{i}.bin, skipping\n" for i in range(260)]
+    log.write_text("step 1 loss 2.3\n" + "".join(lines))
+    clock = Clock()
+    src = _source([JobLogTarget("77", str(log))], clock)
+    events = src.collect().events + src.close()
+    assert len(events) == 200 and all(e.payload["unclassified"] for e in events)
+    assert all(e.kind is EventKind.OTHER and e.job_id == "77" for e in events)
+    assert src.health.parse_failures["unclassified_over_bound"] == 60
+
+
 @pytest.mark.parametrize("name", sorted(p.name for p in FIX.glob("*.log")))
 def test_every_recorded_log_parses_through_the_source(tmp_path: Path, name: str) -> None:
     log = tmp_path / name
