@@ -42,9 +42,10 @@ _PREFIX = re.compile(r"^(?:\s*(?P<task>\d+): |\[(?:rank|default)(?P<rank>\d+)\]:
 _LEADING_TS = re.compile(
     r"^\[?(?P<ts>\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?)"
 )
+# "THCuda": old PyTorch's "THCudaCheck FAIL ... : out of memory" (joblog_cuda._OTHER_OOM)
 _WORTH_A_LOOK = re.compile(
-    r"NCCL|nccl|CUDA|cuda|CUBLAS|CUDNN|Assertion|ChildFailedError|exitcode|oom|Out Of Memory|"
-    r"CANCELLED|srun: error|Watchdog|watchdog|Heartbeat|device handle|"
+    r"NCCL|nccl|CUDA|cuda|THCuda|CUBLAS|CUDNN|Assertion|ChildFailedError|exitcode|oom|"
+    r"Out Of Memory|CANCELLED|srun: error|Watchdog|watchdog|Heartbeat|device handle|"
     r"GpuIsLost|GPU_IS_LOST|GPU is lost|"
     r"RESET_REQUIRED|ResetRequired|low on resource"
 )

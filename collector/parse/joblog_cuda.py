@@ -58,9 +58,14 @@ _OOM_FIELDS = [
         re.compile(r"(" + _SIZE + ") is reserved by PyTorch|(" + _SIZE + ") reserved in total"),
     ),
 ]
+# Old PyTorch's THC (<= 1.4) printed cudaGetErrorString after the number: the warning
+# "THCudaCheck FAIL file=f line=l error=2 : out of memory" and the exception "cuda runtime error
+# (2) : out of memory at f:l" (aten/src/THC/THCGeneral.cpp __THCudaCheck).
 _OTHER_OOM = re.compile(
     r"(?:CUDA error: out of memory|cudaErrorMemoryAllocation: out of memory|"
-    r"CUDA_ERROR_OUT_OF_MEMORY: out of memory|RESOURCE_EXHAUSTED: Out of memory)"
+    r"CUDA_ERROR_OUT_OF_MEMORY: out of memory|RESOURCE_EXHAUSTED: Out of memory|"
+    r"cuda runtime error \(\d+\) : out of memory|THCudaCheck FAIL file=\S+ line=\d+ error=\d+ : "
+    r"out of memory)"
 )
 _UNITS = {
     "B": 1,
