@@ -52,6 +52,21 @@ KNOWN_TRAINING_MISSES: dict[str, str] = {
     ),
 }
 
+# Round nine's training cases that the rules round eight left (main at 68bfc1f) get wrong at first
+# sight, before any rule for them was written (benchmarks/explain_round8.json): strict xfails, so
+# a rule that comes to cover one of them turns its xfail into a failure to be removed from here.
+ROUND9_OPEN: set[str] = {
+    "493_jax-xla-nccl-getuniqueid-unable-to-load-nccl-library.txt",
+    "499_torchrun-child-failed-sigbus-exitcode-7-host-server.txt",
+    "500_torch-elastic-legacy-logger-failed-exitcode-7.txt",
+    "502_rocm-memory-access-fault-amdgpu-gfxhub-page-fault-journal.txt",
+    "503_amdgpu-mi300-vm-l2-protection-fault-dmesg.txt",
+    "513_nccl-2020-ibv-create-cq-failed-roce.txt",
+    "514_mooncake-erdma-general-error-local-work-queue-catastrophic.txt",
+    "517_tf-gpulaunchkernel-non-ok-status-internal-out-of-memory.txt",
+}
+ROUND9_REASON = "round nine: gathered before the rules that cover it"
+
 
 def test_corpus_has_300_sourced_cases_from_150_sources_covering_every_category() -> None:
     assert len(LABELS) >= 300
@@ -75,7 +90,12 @@ def test_corpus_has_300_sourced_cases_from_150_sources_covering_every_category()
         assert case.get("round8", False) in (False, True), case["file"]
         if case.get("round8"):  # and round eight's
             assert case["split"] == "training" and case["added_after_split"], case["file"]
+        assert case.get("round9", False) in (False, True), case["file"]
+        if case.get("round9"):  # and round nine's
+            assert case["split"] == "training" and case["added_after_split"], case["file"]
         assert (CORPUS / case["file"]).read_text("utf-8").strip(), case["file"]
+    round9 = {case["file"] for case in LABELS if case.get("round9")}
+    assert ROUND9_OPEN.issubset(round9)  # the open set lists round nine's cases only
 
 
 def test_validation_split_is_the_frozen_third_and_shares_no_source() -> None:
@@ -145,7 +165,15 @@ def test_no_corpus_source_is_on_the_excluded_list() -> None:
     assert done.returncode == 0, done.stdout + done.stderr
 
 
-@pytest.mark.parametrize("case", TRAINING, ids=[c["file"] for c in TRAINING])
+def _training_params() -> list[Any]:
+    open_mark = pytest.mark.xfail(strict=True, reason=ROUND9_REASON)
+    return [
+        pytest.param(c, id=c["file"], marks=open_mark if c["file"] in ROUND9_OPEN else ())
+        for c in TRAINING
+    ]
+
+
+@pytest.mark.parametrize("case", _training_params())
 def test_explain_gives_the_labelled_verdict_on_training_cases(case: dict[str, Any]) -> None:
     if case["file"] in KNOWN_TRAINING_MISSES:
         pytest.xfail(KNOWN_TRAINING_MISSES[case["file"]])
@@ -207,6 +235,8 @@ def test_bench_explain_keeps_the_four_figures_and_adds_splits_and_before() -> No
         "validation_4",
         "training_added_round8",
         "round7",
+        "training_added_round9",
+        "round8",
     ):
         assert split in result
     for split in (
@@ -216,6 +246,7 @@ def test_bench_explain_keeps_the_four_figures_and_adds_splits_and_before() -> No
         "validation_3",
         "validation_4",
         "training_added_round8",
+        "training_added_round9",
     ):
         assert set(result[split]) == {
             "n",
@@ -248,6 +279,14 @@ def test_bench_explain_keeps_the_four_figures_and_adds_splits_and_before() -> No
         assert result["round7"][split]["n"] == result[split]["n"]
     round8 = [c for c in LABELS if c.get("round8")]
     assert result["training_added_round8"]["n"] == len(round8) >= 10
+    # the rules round eight left (main at 68bfc1f) were scored on the training split alone, round
+    # nine's new cases included, before any rule for them: the frozen file holds no held-out figure
+    frozen = result["round8"]
+    assert not set(frozen) & {*HELD_OUT, "validation_new_sources"}
+    assert frozen["training_added_round9"]["n"] == result["training_added_round9"]["n"]
+    assert frozen["n"] == frozen["training"]["n"]
+    round9 = [c for c in LABELS if c.get("round9")]
+    assert result["training_added_round9"]["n"] == len(round9) >= 24
     added = [c for c in LABELS if c.get("added_after_split")]
     assert result["training_added_after_split"]["n"] == len(added) >= 60
 
