@@ -23,7 +23,7 @@ _FAILURE_WORDS = re.compile(
     r"exception|refused|timed out|timeout|unreachable|denied|oom|out of memory|segmentation|"
     r"core dumped|terminated|cancell?ed|evicted|panic|illegal|misaligned|not responding|"
     r"unhealthy|lost|corrupt(?:ed|ion)?|unavailable|insufficient|mismatch|crash(?:ed)?|"
-    r"exited|dead|died|no such|cannot|could not|unable)\b",
+    r"exited|dead|died|no such|cannot|could not|unable|fault(?:s|ed)?)\b",
     re.IGNORECASE,
 )
 # The words' literal stems, matched on the lower-cased line first: a case-insensitive
@@ -33,7 +33,7 @@ _STEMS = re.compile(
     r"err|fail|fatal|kill|abort|exception|refused|time|unreachable|denied|oom|out of memory|"
     r"segmentation|core dumped|terminated|cancel|evicted|panic|illegal|misaligned|responding|"
     r"unhealthy|lost|corrupt|unavailable|insufficient|mismatch|crash|exited|dead|died|no such|"
-    r"cannot|could not|unable"
+    r"cannot|could not|unable|fault"
 )
 MIN_LENGTH = 12  # shorter than this, a line ("error", "FAILED") says too little to read
 MAX_PER_WINDOW = 200

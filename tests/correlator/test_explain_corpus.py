@@ -39,6 +39,10 @@ VALIDATION_3_SHA256 = "aef104d98ace5726b428b8f1e8d3f1b73215b99e72d48b3c226d7c6d6
 # eight and scored once with the rules of 82874bb): never move a case in or out.
 VALIDATION_4_SHA256 = "3bfb26da646365a7a87dcdd33987fec661c622c2f7795aa336b3a94dd257d5ce"
 HELD_OUT = ("validation", "validation_3", "validation_4")
+# A bare SIGBUS: the signal reasoner (correlator/rules/signals.py) reads it as /dev/shm too small
+# (oom_host) and leaves blame unknown, since a hardware memory error (BUS_MCEERR) also ends a
+# process so; round nine's label blames the job (user_code, alternative oom_host).
+_SIGBUS = "a bare SIGBUS: the reasoner keeps blame unknown, the label blames the job"
 # Training cases explain still gets wrong, each with the reason; validation is never listed.
 KNOWN_TRAINING_MISSES: dict[str, str] = {
     "126_k8s-evicted-ephemeral-exitcode-137.txt": "node named only in an alert's prose",
@@ -50,22 +54,9 @@ KNOWN_TRAINING_MISSES: dict[str, str] = {
     "425_caffe-nccl-check-failed-unhandled-cuda.txt": (
         "markdown italics in the paste cut NCCL's 'unhandled cuda error' into 'cuda _error_'"
     ),
+    "499_torchrun-child-failed-sigbus-exitcode-7-host-server.txt": _SIGBUS,
+    "500_torch-elastic-legacy-logger-failed-exitcode-7.txt": _SIGBUS,
 }
-
-# Round nine's training cases that the rules round eight left (main at 68bfc1f) get wrong at first
-# sight, before any rule for them was written (benchmarks/explain_round8.json): strict xfails, so
-# a rule that comes to cover one of them turns its xfail into a failure to be removed from here.
-ROUND9_OPEN: set[str] = {
-    "493_jax-xla-nccl-getuniqueid-unable-to-load-nccl-library.txt",
-    "499_torchrun-child-failed-sigbus-exitcode-7-host-server.txt",
-    "500_torch-elastic-legacy-logger-failed-exitcode-7.txt",
-    "502_rocm-memory-access-fault-amdgpu-gfxhub-page-fault-journal.txt",
-    "503_amdgpu-mi300-vm-l2-protection-fault-dmesg.txt",
-    "513_nccl-2020-ibv-create-cq-failed-roce.txt",
-    "514_mooncake-erdma-general-error-local-work-queue-catastrophic.txt",
-    "517_tf-gpulaunchkernel-non-ok-status-internal-out-of-memory.txt",
-}
-ROUND9_REASON = "round nine: gathered before the rules that cover it"
 
 
 def test_corpus_has_300_sourced_cases_from_150_sources_covering_every_category() -> None:
@@ -94,8 +85,6 @@ def test_corpus_has_300_sourced_cases_from_150_sources_covering_every_category()
         if case.get("round9"):  # and round nine's
             assert case["split"] == "training" and case["added_after_split"], case["file"]
         assert (CORPUS / case["file"]).read_text("utf-8").strip(), case["file"]
-    round9 = {case["file"] for case in LABELS if case.get("round9")}
-    assert ROUND9_OPEN.issubset(round9)  # the open set lists round nine's cases only
 
 
 def test_validation_split_is_the_frozen_third_and_shares_no_source() -> None:
@@ -165,15 +154,7 @@ def test_no_corpus_source_is_on_the_excluded_list() -> None:
     assert done.returncode == 0, done.stdout + done.stderr
 
 
-def _training_params() -> list[Any]:
-    open_mark = pytest.mark.xfail(strict=True, reason=ROUND9_REASON)
-    return [
-        pytest.param(c, id=c["file"], marks=open_mark if c["file"] in ROUND9_OPEN else ())
-        for c in TRAINING
-    ]
-
-
-@pytest.mark.parametrize("case", _training_params())
+@pytest.mark.parametrize("case", TRAINING, ids=[c["file"] for c in TRAINING])
 def test_explain_gives_the_labelled_verdict_on_training_cases(case: dict[str, Any]) -> None:
     if case["file"] in KNOWN_TRAINING_MISSES:
         pytest.xfail(KNOWN_TRAINING_MISSES[case["file"]])
