@@ -142,8 +142,10 @@ class EventPass:
             return
         if v is None or ev.kind is EventKind.PROGRESS_STALLED:
             return  # stalls corroborate the hang detector, which reads them itself
-        if v.root_cause and not can_explain(v):
-            return  # a weak signal (correctable ECC, corrected PCIe error) is no incident alone
+        if v.root_cause and not can_explain(v) and not ev.job_id:
+            # a weak signal of a node (correctable ECC, corrected PCIe error) is no incident
+            # alone; a failure a job's own log reports about itself (ev.job_id) is, however weak
+            return
         if v.root_cause:
             if v.category is Category.USER_CODE:
                 v = self.repeats.escalate(ev) or v

@@ -172,3 +172,25 @@ def test_correctable_ecc_alone_opens_no_incident_but_uncorrectable_does(
     with session_factory() as s:
         (inc,) = incidents.list_incidents(s)
     assert (inc.category, inc.blame) == ("gpu_hardware", "node")
+
+
+def test_a_jobs_own_weak_failure_line_opens_an_incident_a_nodes_weak_signal_does_not(
+    session_factory: sessionmaker[Session],
+) -> None:
+    # NCCL's "unhandled system error" reads interconnect/unknown at 0.45: too weak to name as
+    # a cause near someone else's failure, but a job that reports it about itself has failed so
+    line = (
+        "INTERNAL: external/xla/xla/service/gpu/nccl_utils.cc:305: NCCL operation "
+        "ncclCommInitRank(&comm, nranks, id, rank) failed: unhandled system error"
+    )
+    fleet = _fleet(session_factory)
+    base = {"ts": 1000.0, "node": "n1", "source": "joblog", "kind": EventKind.OTHER}
+    fleet.events(Event(**base, message=line, raw=line, payload={"text": line}))  # type: ignore[arg-type]
+    fleet.correlate(now=1001.0)
+    with session_factory() as s:
+        assert incidents.list_incidents(s) == []  # no job's own line: a node's weak signal
+    fleet.events(Event(**base, job_id="j1", message=line, raw=line, payload={"text": line}))  # type: ignore[arg-type]
+    fleet.correlate(now=1002.0)
+    with session_factory() as s:
+        (inc,) = incidents.list_incidents(s)
+    assert (inc.category, inc.blame) == ("interconnect", "unknown") and "j1" in inc.job_ids()
