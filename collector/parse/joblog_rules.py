@@ -130,43 +130,48 @@ _NCCL_WHAT = {
 }
 
 
+def _nccl_warn(m: re.Match[str]) -> JobMatch:
+    """An NCCL WARN line: its text, the printer's prefix, and the transport's own fields."""
+    text = m["text"].strip()
+    p: dict[str, Any] = {"text": text}
+    if m["host"]:
+        p.update(host=m["host"], pid=int(m["pid"]), tid=int(m["tid"]), cuda_dev=int(m["dev"]))
+    if m["src"]:
+        p["src"] = m["src"]
+    code = None
+    if ev := _IB_ASYNC.search(text):
+        p.update(transport="NET/IB", ib_async_event=ev["ev"])
+        if ev["hca"]:
+            p.update(hca=ev["hca"], ib_port=int(ev["port"]))
+    elif ib := _IB_COMPLETION.search(text):
+        code = int(ib["status"])
+        p.update(
+            transport="NET/IB",
+            peer=ib["peer"],
+            ib_status=code,
+            opcode=int(ib["opcode"]),
+            length=int(ib["len"]),
+            vendor_err=int(ib["verr"]),
+        )
+        if port := ib["port"]:
+            p["peer_port"] = int(port)
+        if hca := re.search(r"\bhca (\S+)", text):
+            p["hca"] = hca.group(1)
+    elif t := re.match(r"(NET/\w+|Net|socket\w*|Call to \w+)", text):
+        p["transport"] = t.group(1)
+        if peer := _PEER.search(text):
+            p["peer"], p["peer_port"] = peer["peer"], int(peer["port"])
+        if why := re.search(r"failed(?:\s*:| with error)\s*(.+)$", text):
+            p["socket_error"] = why.group(1).strip()
+    if re.search(r"remote (?:peer|process)", text, re.I):
+        p["remote"] = True
+    return JobMatch(EventKind.NCCL_ERROR, f"NCCL WARN {text}", code, Severity.WARNING, p)
+
+
 def nccl_error(line: str) -> JobMatch | None:
     """NCCL WARN lines (NET/IB completions, sockets, remote peers) and NCCL error exceptions."""
     if m := _NCCL_WARN.search(line):
-        text = m["text"].strip()
-        p: dict[str, Any] = {"text": text}
-        if m["host"]:
-            p.update(host=m["host"], pid=int(m["pid"]), tid=int(m["tid"]), cuda_dev=int(m["dev"]))
-        if m["src"]:
-            p["src"] = m["src"]
-        code = None
-        if ev := _IB_ASYNC.search(text):
-            p.update(transport="NET/IB", ib_async_event=ev["ev"])
-            if ev["hca"]:
-                p.update(hca=ev["hca"], ib_port=int(ev["port"]))
-        elif ib := _IB_COMPLETION.search(text):
-            code = int(ib["status"])
-            p.update(
-                transport="NET/IB",
-                peer=ib["peer"],
-                ib_status=code,
-                opcode=int(ib["opcode"]),
-                length=int(ib["len"]),
-                vendor_err=int(ib["verr"]),
-            )
-            if port := ib["port"]:
-                p["peer_port"] = int(port)
-            if hca := re.search(r"\bhca (\S+)", text):
-                p["hca"] = hca.group(1)
-        elif t := re.match(r"(NET/\w+|Net|socket\w*|Call to \w+)", text):
-            p["transport"] = t.group(1)
-            if peer := _PEER.search(text):
-                p["peer"], p["peer_port"] = peer["peer"], int(peer["port"])
-            if why := re.search(r"failed(?:\s*:| with error)\s*(.+)$", text):
-                p["socket_error"] = why.group(1).strip()
-        if re.search(r"remote (?:peer|process)", text, re.I):
-            p["remote"] = True
-        return JobMatch(EventKind.NCCL_ERROR, f"NCCL WARN {text}", code, Severity.WARNING, p)
+        return _nccl_warn(m)
     if m := _NCCL_ERROR_IN.search(line):
         what = m["what"].strip()
         p = {"error": what}

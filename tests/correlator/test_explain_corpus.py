@@ -241,6 +241,12 @@ def test_bench_explain_keeps_the_four_figures_and_adds_splits_and_before() -> No
         }
     held_out = sum(result[split]["n"] for split in HELD_OUT)
     assert result["training"]["n"] + held_out == len(LABELS)
+    _frozen_rounds_scored_the_splits_before_their_rules(result)
+
+
+def _frozen_rounds_scored_the_splits_before_their_rules(result: dict[str, Any]) -> None:
+    """Each frozen round's figures cover the splits it was measured on, before the rules of the
+    round after it changed."""
     assert result["before"]["validation"]["n"] == result["validation"]["n"]
     assert result["round1"]["validation"]["n"] == result["validation"]["n"]
     # round two's rules were scored on validation_3 before round three changed any rule
