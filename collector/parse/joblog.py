@@ -168,7 +168,7 @@ class JobLogParser:
         self._wrap: tuple[str, str, dict[str, Any], int | None] | None = None
         # Lines only the correlator's rules may read (joblog_suspect): passed on per flood
         # window up to a bound, the rest counted (a chatty job cannot fill the store).
-        self._suspects: tuple[float, int] = (0.0, 0)
+        self._suspect_window: tuple[float, int] = (0.0, 0)  # its start, lines passed on
         self.suspects_dropped = 0
 
     def feed(self, line: str, *, ts: float | None = None, offset: int | None = None) -> list[Event]:
@@ -228,13 +228,13 @@ class JobLogParser:
     def _over_bound(self, ts: float | None) -> bool:
         """Whether one more unclassified line in this flood window is over the bound."""
         now = ts if ts is not None else 0.0
-        start, count = self._suspects
+        start, count = self._suspect_window
         if now - start >= self._flood.window_s or now < start:
             start, count = now, 0
         if count >= MAX_PER_WINDOW:
             self.suspects_dropped += 1
             return True
-        self._suspects = (start, count + 1)
+        self._suspect_window = (start, count + 1)
         return False
 
     def tick(self, now: float, *, grace_s: float = 1.0) -> list[Event]:
