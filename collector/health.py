@@ -32,10 +32,11 @@ class SourceHealth:
         with _REGISTRY_LOCK:
             _REGISTRY.append(self)
 
-    def parse_failure(self, reason: str, sample: str = "") -> None:
-        """Count a line or record that could not be parsed; log the first of each reason."""
+    def parse_failure(self, reason: str, sample: str = "", *, count: int = 1) -> None:
+        """Count `count` lines or records that could not be parsed; log the first of each
+        reason."""
         with self._lock:
-            self.parse_failures[reason] += 1
+            self.parse_failures[reason] += count
             first = reason not in self._logged
             self._logged.add(reason)
         if first:

@@ -132,9 +132,9 @@ class JobLogSource:
         for offset, line in lines:
             fol.lines += 1
             events += [self._keyed(fol, ev) for ev in fol.parser.feed(line, ts=now, offset=offset)]
-        for _ in range(fol.parser.suspects_dropped - dropped):
+        if over := fol.parser.suspects_dropped - dropped:
             # failure-worded lines past the per-window bound: nobody reads them (counted)
-            self.health.parse_failure("unclassified_over_bound", fol.target.path)
+            self.health.parse_failure("unclassified_over_bound", fol.target.path, count=over)
         return events
 
     def _finish(self, fol: _Followed) -> list[Event]:
