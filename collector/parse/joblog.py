@@ -89,6 +89,15 @@ def classify_job_line(text: str) -> JobMatch | None:
     return None
 
 
+def with_label(payload: dict[str, Any], label: dict[str, Any]) -> dict[str, Any]:
+    """A line's payload with what its launcher label said ({"log_rank": 3}, {"srun_task": 12});
+    the labelled rank is the event's rank where the line itself gives none."""
+    out = {**label, **payload}
+    if "rank" not in out and "log_rank" in label:
+        out["rank"] = label["log_rank"]
+    return out
+
+
 def _event(
     m: JobMatch,
     raw: str,
@@ -99,9 +108,7 @@ def _event(
     ts: float | None,
     source: str,
 ) -> Event:
-    payload = {**extra, **m.payload}
-    if "rank" not in payload and "log_rank" in extra:
-        payload["rank"] = extra["log_rank"]
+    payload = with_label(m.payload, extra)
     when = ts if ts is not None else leading_ts(raw)
     if when is None:
         when, payload["ts_unknown"] = 0.0, True

@@ -11,7 +11,7 @@ import logging
 import re
 
 from collector.health import SourceHealth
-from collector.parse.joblog import parse_job_text
+from collector.parse.joblog import parse_job_text, with_label
 from collector.parse.kernel import parse_kernel_text
 from correlator.explain.hosts import clean_host, host_in_line, prefix_hosts
 from correlator.explain.readers_gpu import (
@@ -210,12 +210,8 @@ def _labelled(events: list[Event], labels: dict[str, dict[str, int]]) -> None:
     the payload keys the agent's job-log parser uses, so both paths carry the same event."""
     for ev in events:
         first = (ev.raw or ev.message).splitlines()[0].strip() if (ev.raw or ev.message) else ""
-        label = labels.get(first)
-        if not label:
-            continue
-        ev.payload = {**label, **ev.payload}
-        if "rank" not in ev.payload and "log_rank" in label:
-            ev.payload["rank"] = label["log_rank"]
+        if label := labels.get(first):
+            ev.payload = with_label(ev.payload, label)
 
 
 def read_events(text: str) -> list[Event]:
