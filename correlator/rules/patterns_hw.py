@@ -187,7 +187,9 @@ HARDWARE: tuple[PatternRule, ...] = (
     ),
     _p(
         "nccl_system_error",
-        r"unhandled system error|ncclSystemError",
+        r"unhandled system error|ncclSystemError|"
+        # a CHECK_EQ on an ncclResult_t prints only its number (emitters/nccl.json, round ten)
+        r"ncclSuccess\)? \(2 vs\. 0\)|ncclSuccess\)? == \S{1,60} \(0 vs\. 2\)",
         NET,
         Blame.UNKNOWN,
         action=(

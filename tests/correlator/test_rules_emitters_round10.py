@@ -1,0 +1,53 @@
+"""Round ten: a CHECK_EQ on an NCCL call (glog's and dmlc-core's `Check failed: x == y (X vs.
+Y)`, as Caffe's NCCL_CHECK and MXNet's NCCL operators use it) prints the ncclResult_t as its
+number, which is then the only word for the error. Made-up values, never a corpus case."""
+
+from __future__ import annotations
+
+import pytest
+
+from collector.parse.joblog import parse_job_text
+from correlator.explain import explain_text
+from correlator.explain.reasoning import conclude, findings
+
+# ncclResult_t (nccl.h): what each number reads as, by the rules for its named form
+BY_CODE = [
+    (1, ("user_code", "job")),  # ncclUnhandledCudaError
+    (2, ("interconnect", "unknown")),  # ncclSystemError
+    (3, ("interconnect", "unknown")),  # ncclInternalError
+    (4, ("user_code", "job")),  # ncclInvalidArgument
+    (5, ("user_code", "job")),  # ncclInvalidUsage
+    (6, ("interconnect", "unknown")),  # ncclRemoteError
+]
+
+
+def _live(text: str) -> tuple[str | None, str] | None:
+    got = conclude(findings(parse_job_text(text, node="gpu-07", suspects=True)))
+    return None if got is None else (got.verdict.category, got.verdict.blame)
+
+
+@pytest.mark.parametrize(("code", "want"), BY_CODE)
+def test_a_glog_check_on_an_nccl_result_reads_by_its_number(
+    code: int, want: tuple[str, str]
+) -> None:
+    line = (
+        f"F0312 08:14:02.511201 40211 parallel.cpp:118] Check failed: result == ncclSuccess "
+        f"({code} vs. 0) NCCL Reduce failed!"
+    )
+    got = explain_text(line)
+    assert (got.category, got.blame) == want
+    assert _live(line) == want  # the agent's job-log path reads it the same way
+
+
+def test_a_dmlc_check_with_the_operands_reversed_reads_by_the_number_on_the_right() -> None:
+    line = "[08:14:02] src/kvstore/comm.h:412: Check failed: ncclSuccess == ret (0 vs. 1) : "
+    got = explain_text(line)
+    assert (got.category, got.blame) == ("user_code", "job")
+
+
+def test_a_check_on_another_librarys_result_is_not_read_as_an_nccl_error() -> None:
+    # CUDA's 2 is cudaErrorMemoryAllocation, a count is a count: only ncclSuccess's operand is
+    # an ncclResult_t
+    cuda = explain_text("Check failed: e == cudaSuccess (2 vs. 0) ")
+    assert cuda.category != "interconnect"
+    assert explain_text("Check failed: rank_count == world (1 vs. 0)").category is None
