@@ -41,6 +41,7 @@ launcher (above); its launcher source adds no host prefix of its own.
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -53,6 +54,13 @@ _ANSI = re.compile(
     r"\x1b\[[0-?]{0,32}[ -/]{0,8}[@-~]|\x1b\][^\x07\x1b]{0,512}(?:\x07|\x1b\\)|\x1b[@-Z\\-_]"
 )
 _KUBE_TS = re.compile(rf"^{RFC3339}(?: |$)")
+# more than microseconds: the kubelet's RFC3339NanoFixed (9 digits) or docker's RFC3339Nano;
+# journalctl's -o short-iso-precise stops at 6, so such a stamp never opens a syslog line
+_NANO_TS = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{7,9}")
+# A paste's own markup around the whole log: a markdown block quote ("> " opening each line,
+# nested "> > ") and the indentation of a code block (CommonMark: "> " after up to 3 spaces)
+_QUOTE_MARK = re.compile(r"^ {0,3}(?:>[ \t]?){1,8}")
+_INDENT = re.compile(r"^[ \t]*")
 # the host-and-program shape of a syslog/journalctl short line after its time stamp
 _SYSLOG_REST = re.compile(r"^[A-Za-z0-9][\w.-]{0,62} [\w./@-]{1,64}(?:\[\d{1,10}\])?: ")
 _SRUN = re.compile(r"^(?:P\d{1,4} )? {0,6}(?P<task>\d{1,7}): ")
@@ -92,9 +100,38 @@ def _json_line(line: str) -> tuple[str, str | None, bool] | None:
 def _strip_ts(line: str) -> str | None:
     """The line without kubectl's --timestamps stamp, unless that stamp opens a syslog line."""
     m = _KUBE_TS.match(line)
-    if not m or _SYSLOG_REST.match(line[m.end() :]):
+    if not m:
+        return None
+    if _SYSLOG_REST.match(line[m.end() :]) and not _NANO_TS.match(line):
         return None
     return line[m.end() :]
+
+
+def _single_spaced(lines: list[str]) -> list[str]:
+    """The lines without the blank line a double-spaced paste (text copied from a rendered
+    page) puts after each, when no two of its lines are next to each other."""
+    filled = [i for i, ln in enumerate(lines) if ln.strip()]
+    if len(filled) < 3 or any(b - a == 1 for a, b in itertools.pairwise(filled)):
+        return lines
+    return [lines[i] for i in filled]
+
+
+def _unpasted(lines: list[str]) -> list[str]:
+    """The lines without the markup of the paste they came in (a block quote, a code block's
+    indentation), when it opens most non-blank lines; their relative indentation kept."""
+    filled = [ln for ln in lines if ln.strip()]
+    if filled and sum(1 for ln in filled if _QUOTE_MARK.match(ln)) * 2 > len(filled):
+        lines = [_QUOTE_MARK.sub("", ln, count=1) for ln in lines]
+        filled = [ln for ln in lines if ln.strip()]
+    indents = [m.group() for ln in filled if (m := _INDENT.match(ln))]
+    if not indents or not (lo := min(indents)):
+        return lines
+    hi = max(indents)  # the common prefix of the least and the greatest is everyone's
+    size = next((i for i, (a, b) in enumerate(zip(lo, hi, strict=False)) if a != b), len(lo))
+    common = lo[:size]
+    if not common:
+        return lines
+    return [ln[len(common) :] if ln.startswith(common) else ln.lstrip(" \t") for ln in lines]
 
 
 # a stripped line, the host its wrapper named, and what the wrapper's label said of it
@@ -180,11 +217,9 @@ def undelivered(text: str) -> Delivered:
     """The text's lines without the wrappers that delivered them (CRLF, ANSI escapes,
     container-runtime records, launcher and kubectl prefixes), each with the host a wrapper
     named; the text's own lines, unchanged, where no wrapper is found."""
-    source = text.splitlines()
-    if "\x1b" in text:
-        source = [_ANSI.sub("", ln) for ln in source]
-    lines, hosts, raws = _records(source)
-    delivered = text.splitlines()
+    delivered = _single_spaced(text.splitlines())
+    source = [_ANSI.sub("", ln) for ln in delivered] if "\x1b" in text else delivered
+    lines, hosts, raws = _records(_unpasted(source))
     if len(raws) == len(delivered):  # nothing joined: quote each line as the text has it
         raws = delivered
     labels: list[dict[str, int]] = [{} for _ in lines]

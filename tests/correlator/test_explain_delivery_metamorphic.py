@@ -2,7 +2,9 @@
 
 Every training case is wrapped, line by line, the way a delivering tool wraps what it passes on
 (formats as each tool's source writes them; see correlator/explain/wrappers.py for the
-references), and must keep the category and blame of its unwrapped text. Only training cases
+references), and must keep the category, blame and culprit node of its unwrapped text; so must
+the markup a paste puts around the whole log (a block quote, a code block's indentation, the
+blank lines of text copied from a rendered page). Only training cases
 are read here; their texts are never printed (ids are file names).
 """
 
@@ -51,6 +53,19 @@ def _torchrun(i: int, line: str) -> str:
     return f"[default{i % 2}]:{line}"
 
 
+def _markdown_quote(i: int, line: str) -> str:
+    return f"> {line}" if line.strip() else ">"  # GitHub's "Quote reply" marks blank lines too
+
+
+def _code_block(i: int, line: str) -> str:
+    return f"    {line}" if line.strip() else ""  # CommonMark's indented code block
+
+
+def _double_spaced(text: str) -> str:
+    # text copied from a rendered page: a blank line after every line (blank ones dropped)
+    return "\n\n".join(ln for ln in text.splitlines() if ln.strip())
+
+
 def _per_line(wrap: Callable[[int, str], str]) -> Callable[[str], str]:
     return lambda text: "\n".join(wrap(i, ln) for i, ln in enumerate(text.splitlines()))
 
@@ -64,19 +79,23 @@ WRAPPERS: dict[str, Callable[[str], str]] = {
     "srun_label": _per_line(_srun_label),
     "mpirun_tag_output": _per_line(_mpirun_tag),
     "torchrun_tee": _per_line(_torchrun),
+    # the markup of the paste itself, around the whole log
+    "markdown_quote": _per_line(_markdown_quote),
+    "code_block_indent": _per_line(_code_block),
+    "double_spaced": _double_spaced,
 }
 
 # (case file, wrapper) pairs that still change verdict, each with the reason.
 KNOWN_CHANGES: dict[tuple[str, str], str] = {}
 
 
-def _verdict(text: str) -> tuple[Any, Any]:
+def _verdict(text: str) -> tuple[Any, Any, Any]:
     got = explain_text(text)
-    return got.category, got.blame
+    return got.category, got.blame, got.node
 
 
 def changed_verdicts() -> list[tuple[str, str]]:
-    """Every (training case, wrapper) whose wrapped text changes category or blame."""
+    """Every (training case, wrapper) whose wrapped text changes category, blame or node."""
     changed = []
     for case in TRAINING:
         text = (CORPUS / case["file"]).read_text("utf-8")
@@ -101,6 +120,7 @@ def test_delivery_wrappers_keep_the_training_verdict(case: dict[str, Any]) -> No
 
 def test_the_wrappers_really_wrap() -> None:
     line = "RuntimeError: CUDA error: an illegal memory access was encountered"
+    text = f"Traceback (most recent call last):\n{line}"
     for name, wrap in WRAPPERS.items():
-        wrapped = wrap(line)
-        assert wrapped != line and line.split(":")[-1].strip() in wrapped, name
+        wrapped = wrap(text)
+        assert wrapped != text and line.split(":")[-1].strip() in wrapped, name

@@ -82,6 +82,7 @@ def test_journald_json_names_the_host_of_its_message() -> None:
         f"Jan 12 08:14:03.482913 gpu-node-17 kernel: {XID}",  # journalctl -o short-precise
         f"2025-01-12T08:14:03+0000 gpu-node-17 kernel: {XID}",  # -o short-iso
         f"2025-01-12T08:14:03+00:00 gpu-node-17 kernel: {XID}",  # short-iso, newer systemd
+        f"2025-01-12T08:14:03.482913+00:00 gpu-node-17 kernel: {XID}",  # -o short-iso-precise
     ],
 )
 def test_journalctl_short_formats_keep_their_host(line: str) -> None:
@@ -161,3 +162,43 @@ def test_hostile_lines_are_read_in_linear_time(hostile: str) -> None:
     undelivered("\n".join([hostile] * 3))
     explain_text(hostile)
     assert time.monotonic() - start < 5.0
+
+
+def test_a_stamp_finer_than_journalctls_never_reads_a_host_from_the_next_word() -> None:
+    line = "2025-01-12T08:14:03.482913004Z CUDA error: an illegal memory access was encountered"
+    # "CUDA error: " has the shape of journalctl's "host program: ", but a stamp finer than
+    # microseconds is kubectl's or docker's, whose lines name no host
+    lines = [line, "2025-01-12T08:14:04.000000001Z Traceback (most recent call last):"]
+    assert undelivered("\n".join(lines)).hosts == [None, None]
+    assert explain_text(f"{line}\n{ILLEGAL}").node is None
+
+
+def test_a_block_quoted_paste_is_read_and_quoted_as_pasted() -> None:
+    text = (
+        "> Traceback (most recent call last):\n"
+        ">\n"
+        f"> > gpu-node-17:2841:2910 [3] NCCL WARN Cuda failure 'out of memory'\n"
+        f"> {ILLEGAL}"
+    )
+    got = explain_text(text)
+    assert (got.category, got.blame, got.node) == ("oom_gpu", "job", "gpu-node-17")
+    assert "> > gpu-node-17:2841:2910 [3] NCCL WARN Cuda failure 'out of memory'" in got.evidence
+
+
+def test_a_code_blocks_indentation_goes_and_the_lines_own_stays() -> None:
+    text = (
+        f"    Jan 12 08:14:03 gpu-node-17 kernel: {XID}\n"
+        "\n"
+        "    torch.distributed.elastic.multiprocessing.errors.ChildFailedError:\n"
+        "      host      : gpu-node-17\n"
+    )
+    d = undelivered(text)
+    assert d.lines[0].startswith("Jan 12 ") and d.lines[3] == "  host      : gpu-node-17"
+    assert explain_text(text).node == "gpu-node-17"
+
+
+def test_only_a_paste_with_every_line_apart_loses_its_blank_lines() -> None:
+    spaced = f"line one\n\nline two\n\n{ILLEGAL}\n"
+    assert undelivered(spaced).lines == ["line one", "line two", ILLEGAL]
+    paragraphs = f"line one\nline two\n\n{ILLEGAL}\n"
+    assert undelivered(paragraphs).lines == ["line one", "line two", "", ILLEGAL]
