@@ -24,7 +24,9 @@ _FAILURE_WORDS = re.compile(
     r"exception|refused|timed out|timeout|unreachable|denied|oom|out of memory|segmentation|"
     r"core dumped|terminated|cancell?ed|evicted|panic|illegal|misaligned|not responding|"
     r"unhealthy|lost|corrupt(?:ed|ion)?|unavailable|insufficient|mismatch|crash(?:ed)?|"
-    r"exited|dead|died|no such|cannot|could not|unable|fault(?:s|ed)?)\b"
+    r"exited|dead|died|no such|cannot|could not|unable|fault(?:s|ed)?|"
+    # a runtime's error enum named alone ("hipErrorNoDevice", "cudaErrorECCUncorrectable")
+    r"(?:hip|cuda)error\w{1,40})\b"
 )
 MIN_LENGTH = 12  # shorter than this, a line ("error", "FAILED") says too little to read
 MAX_PER_WINDOW = 200

@@ -8,7 +8,7 @@ from dataclasses import dataclass, replace
 from correlator.rules import signals
 from correlator.rules.hosts import peer_host
 from correlator.rules.needles import needles_of
-from correlator.rules.xid import xid_verdict
+from correlator.rules.xid import xid_info, xid_verdict
 from correlator.taxonomy import Blame, Category, Verdict
 from timeline.models import EventKind as K
 
@@ -44,7 +44,8 @@ class PatternRule:
     # printer, but the peer it names is kept: see Verdict.peer_named).
     culprit: str = "printer"
     # "" gives the fixed verdict; "exit" asks the signal reasoner (groups `code`/`signal`);
-    # "xid" asks the Xid catalog (group `xid`).
+    # "xid" asks the Xid catalog (group `xid`); "xid_mention" too, for a catalogued code only,
+    # and no surer or stronger than the rule says (an Xid quoted, not the driver's own line).
     reason: str = ""
     shell: bool = False  # an exit `code` follows the shell's 128 + signal convention
     fallback: bool = False  # a family's catch-all: tried after every specific rule
@@ -68,6 +69,16 @@ class PatternRule:
             at_printer=self.culprit in ("printer", "printer_names_peer"),
         )
 
+    def _mentioned_xid(self, xid: str | None, text: str) -> Verdict | None:
+        if not xid or xid_info(int(xid)) is None:
+            return None
+        base = xid_verdict(int(xid), text)
+        return replace(
+            base,
+            confidence=min(base.confidence, self.confidence),
+            priority=min(base.priority, self.priority),
+        )
+
     def judge(self, text: str, lower: str) -> Verdict | None:
         """The verdict for `text` if the rule matches it, using what the match captured."""
         if self.needles and not any(n in lower for n in self.needles):
@@ -80,6 +91,8 @@ class PatternRule:
             base = signals.verdict_from(groups.get("code"), groups.get("signal"), shell=self.shell)
         elif self.reason == "xid":
             base = xid_verdict(int(groups["xid"]), text) if groups.get("xid") else None
+        elif self.reason == "xid_mention":
+            base = self._mentioned_xid(groups.get("xid"), text)
         else:
             base = self.verdict()
         if base is None:

@@ -51,3 +51,64 @@ def test_a_check_on_another_librarys_result_is_not_read_as_an_nccl_error() -> No
     cuda = explain_text("Check failed: e == cudaSuccess (2 vs. 0) ")
     assert cuda.category != "interconnect"
     assert explain_text("Check failed: rank_count == world (1 vs. 0)").category is None
+
+
+@pytest.mark.parametrize(
+    ("text", "want"),
+    [
+        ("we keep getting Xid 79 on gpu-07 since the upgrade", ("gpu_hardware", "node")),
+        ("XID 48 (DBE) on GPU 2", ("gpu_hardware", "node")),
+        ("GPU has an XID 94 error", ("gpu_hardware", "node")),
+        ("Xid=79 reported by the monitor", ("gpu_hardware", "node")),
+        ("Xid 13: Graphics Engine Exception", ("user_code", "job")),  # the catalog's app bucket
+    ],
+)
+def test_an_xid_quoted_in_words_reads_by_the_catalog_with_less_confidence(
+    text: str, want: tuple[str, str]
+) -> None:
+    got = explain_text(text)
+    assert (got.category, got.blame) == want
+    assert got.confidence <= 0.5  # second-hand: less sure than the driver's own line
+    kernel = explain_text("NVRM: Xid (PCI:0000:3b:00): 79, pid=2841, name=python, GPU has fallen")
+    assert kernel.confidence > got.confidence
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "there is no Xid 79 in dmesg",  # a quoted absence
+        "not Xid 79, something else",
+        "Xid 999 on gpu 3",  # not in the catalog
+        "xid=79 in the postgres sense",  # only NVIDIA's spelling (Xid, XID) is an Xid
+    ],
+)
+def test_an_absent_uncatalogued_or_lower_case_xid_quote_gives_nothing(text: str) -> None:
+    assert explain_text(text).category is None
+
+
+def test_a_failure_the_text_shows_outranks_an_xid_it_quotes() -> None:
+    text = (
+        "RuntimeError: CUDA error: an illegal memory access was encountered\n"
+        "(the admins say the node had an Xid 79 last week)"
+    )
+    got = explain_text(text)
+    assert (got.category, got.blame) == ("user_code", "job")
+
+
+@pytest.mark.parametrize(
+    ("line", "want"),
+    [
+        ("RuntimeError: HIP error: hipErrorOutOfMemory", ("oom_gpu", "job")),
+        (
+            '"hipErrorNoBinaryForGpu: Unable to find code object for all current devices!"',
+            ("user_code", "job"),
+        ),
+        ("hip_check failed: hipErrorIllegalAddress at kernel.cpp:42", ("user_code", "job")),
+        ("HIP error: hipErrorECCNotCorrectable", ("gpu_hardware", "node")),
+        ("hipErrorNoDevice: no ROCm-capable device is detected", ("node", "node")),
+    ],
+)
+def test_a_hip_error_reads_as_its_cuda_counterpart(line: str, want: tuple[str, str]) -> None:
+    got = explain_text(line)
+    assert (got.category, got.blame) == want
+    assert _live(line) == want

@@ -8,7 +8,9 @@ text) and the verdict that the emitter's documented meaning gives it:
      "action", optional "root_cause" (default true), "culprit" ("printer" | "peer" | "none"),
      "culprit" may also be "peer_or_printer" (the named peer, else the host that logged it),
      or "printer_names_peer" (the host that logged it; the peer group is kept as peer_named),
-     "reason" ("exit" | "xid": the verdict comes from the signal reasoner or the Xid catalog),
+     "reason" ("exit" | "xid": the verdict comes from the signal reasoner or the Xid catalog;
+     "xid_mention": from the catalog, for a catalogued code, capped at the rule's confidence
+     and priority),
      "shell" (exit codes use 128 + signal), "kinds" (limit to these event kinds),
      "fallback" (true: the family's catch-all for its generic failure line, tried after every
      specific rule of every family)}
@@ -105,6 +107,7 @@ FAMILY_FILES = (
     "kubelet.json",
     "slurm.json",
     "launchers.json",
+    "xid_quoted.json",
 )
 FAMILIES: tuple[Family, ...] = tuple(_load(f) for f in FAMILY_FILES)
 EMITTER_RULES: tuple[PatternRule, ...] = tuple(
