@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import dataclass
 
 from collector.slurm.parse import TERMINAL_STATES, ParseError, parse_sacct_json
 from correlator.explain.hosts import clean_host, prefix_hosts
@@ -185,10 +186,60 @@ _DESCRIBE_NAME = re.compile(r"^Name:\s+(?P<name>\S+)\s*$")
 _NODE_KIND_KEYS = ("Roles:", "Role:", "Taints:", "Unschedulable:", "Capacity:")
 
 
+# Rows of `kubectl get pods` pasted without their header, read only where the row's own shape
+# says which cell is the node (kubernetes/kubernetes pkg/printers/internalversion/printers.go,
+# podColumnDefinitions and printPod; the stored 51652d1c232d has the columns up to Node, later
+# versions add "Nominated Node" and "Readiness Gates" and print a restart count with its age,
+# fmt.Sprintf("%d (%s ago)", restarts, ...)):
+# - `-o wide` (`-A` puts NAMESPACE first): NAME READY STATUS RESTARTS AGE IP NODE NOMINATED NODE
+#   READINESS GATES, READY "n/m", RESTARTS "n" or "n (5m ago)", AGE a duration, IP "<none>" or
+#   an address, the last two "<none>" or a node / "n/m";
+# - a NAME [NAMESPACE] STATUS NODE MESSAGE listing (custom columns over .status.reason,
+#   .spec.nodeName, .status.message) of an Evicted pod, where the message is the kubelet's own:
+#   pkg/kubelet/eviction/helpers.go (008b3652959c) "The node was low on resource: %v. ", "The
+#   node had condition: %v. ", "Container %s exceeded its local ephemeral storage limit %q. ",
+#   "Pod ephemeral local storage usage exceeds ...", "Usage of EmptyDir volume %q exceeds ...",
+#   with "Pod " in front when the kubelet rejected the pod at admission (pkg/kubelet/kubelet.go
+#   rejectPod: Message: "Pod " + message).
+_NODE_CELL = r"(?P<h>[A-Za-z0-9][\w.-]*)"
+_WIDE_POD_ROW = re.compile(
+    r"^(?:[a-z0-9][\w.-]*\s+)?[a-z0-9][\w.-]*\s+\d+/\d+\s+[A-Z][\w:./-]*\s+"
+    r"\d+(?: \(\S+ ago\))?\s+(?:\d+[smhdy][\dsmhdy]*|<unknown>)\s+(?:<none>|[\d.]+|[\da-fA-F:]+)\s+"
+    + _NODE_CELL
+    + r"\s+(?:<none>|[\w.-]+)\s+(?:<none>|\d+/\d+)\s*$"
+)
+_EVICTED_POD_ROW = re.compile(
+    r"^[a-z0-9][\w.-]*\s+(?:[a-z0-9][\w.-]*\s+)?Evicted\s+"
+    + _NODE_CELL
+    + r"\s+(?:Pod )?(?:The node (?:was low on resource|had condition)|Container \S+ exceeded its "
+    r"local ephemeral storage limit|Pod ephemeral local storage usage exceeds|Usage of EmptyDir)"
+)
+
+
+def pod_row_host(line: str) -> str | None:
+    """The node a headerless `kubectl get pods` row names, where the row's shape settles it."""
+    if "/" not in line and "Evicted" not in line:
+        return None
+    m = _WIDE_POD_ROW.match(line) or _EVICTED_POD_ROW.match(line)
+    return clean_host(m.group("h")) if m else None
+
+
+@dataclass(frozen=True)
+class _Table:
+    """A table whose rows name hosts: which column, and how a row is cut into its cells."""
+
+    col: int  # the host column (negative: counted from the row's end)
+    least: int  # the fewest whitespace-separated tokens a row has
+    # kubectl's columns as its header names them (cut at 2+ spaces: "NOMINATED NODE" is one
+    # column) and where the host column's name starts, for a row cut the same way
+    names: tuple[str, ...] | None = None
+    at: int = -1
+
+
 def context_hosts(lines: list[str]) -> list[str | None]:
     """For each line, the host its table row or `kubectl describe node` block is about."""
     hints: list[str | None] = [None] * len(lines)
-    table: tuple[int, int] | None = None  # (column, fewest cells a row has)
+    table: _Table | None = None
     block: str | None = None
     for i, line in enumerate(lines):
         if not line.strip():
@@ -206,33 +257,74 @@ def context_hosts(lines: list[str]) -> list[str | None]:
                 if any(ln.lstrip().startswith(_NODE_KIND_KEYS) for ln in near)
                 else None
             )
-        cells = line.split()
-        if table is not None and len(cells) < table[1]:
+        if table is not None and len(line.split()) < table.least:
             table = None  # not a row: the table ended
         if table is not None:
-            col = table[0]
-            if -len(cells) <= col < len(cells):
-                hints[i] = _single_host(cells[col])
+            hints[i] = _row_host(table, line)
             continue
-        hints[i] = block
+        hints[i] = pod_row_host(line) or block
     for i, host in enumerate(prefix_hosts(lines)):
         hints[i] = hints[i] or host
     return hints
 
 
-def _table_header(line: str) -> tuple[int, int] | None:
-    """(host column, fewest cells of a row) when `line` heads a table whose rows name hosts."""
+# kubectl's table printer pads its columns with spaces (staging/src/k8s.io/cli-runtime/pkg/
+# printers/tabwriter.go: tabwriterPadding = 3, tabwriterPadChar = ' '), so a value with a space
+# in it ("3 (2m ago)" in RESTARTS, "NOMINATED NODE" in the header) is one cell between runs of
+# 2+ spaces, and each cell starts where its column's name does.
+_COLUMNS = re.compile(r"\s{2,}|\t")
+_CELL = re.compile(r"\S+(?: \S+)*")
+# kubectl's column names with a space (pkg/printers/internalversion/printers.go, pods' -o wide)
+_MULTIWORD = ("NOMINATED NODE", "READINESS GATES")
+
+
+def _row_host(table: _Table, line: str) -> str | None:
+    """The host a row of `table` names in the host column, when the row's cells settle it."""
+    cells = line.split()
+    if table.names is None:
+        return _single_host(cells[table.col]) if -len(cells) <= table.col < len(cells) else None
+    padded = _COLUMNS.split(line.strip())
+    for row in (padded, cells):  # a paste may keep one space between cells
+        if len(row) == len(table.names):
+            return _single_host(row[table.col])
+    # the cells ran together somewhere: the value that starts under the column's name
+    at = table.at
+    if 0 <= at < len(line) and not line[at].isspace() and (at == 0 or line[at - 1].isspace()):
+        return _single_host(line[at:].split()[0])
+    return None
+
+
+def _kubectl_columns(line: str) -> list[tuple[int, str]]:
+    """(where it starts, name) of each column a kubectl header names."""
+    spans = [(m.start(), m.group()) for m in _CELL.finditer(line)]
+    if all(" " not in name or name in _MULTIWORD for _, name in spans):
+        return spans
+    words = [(m.start(), m.group()) for m in re.finditer(r"\S+", line)]  # the spacing was lost
+    out: list[tuple[int, str]] = []
+    for at, word in words:
+        if out and f"{out[-1][1]} {word}" in _MULTIWORD:
+            out[-1] = (out[-1][0], f"{out[-1][1]} {word}")
+        else:
+            out.append((at, word))
+    return out
+
+
+def _table_header(line: str) -> _Table | None:
+    """The host column and row shape when `line` heads a table whose rows name hosts."""
     cells = line.split()
     if not cells:
         return None
     upper = [c.upper() for c in cells]
     if cells == upper and "NAME" in upper and "STATUS" in upper:
-        if "NODE" in upper:  # kubectl get pods -o wide
-            return (upper.index("NODE"), len(cells))
-        if "READY" not in upper:  # kubectl get nodes
-            return (upper.index("NAME"), len(cells))
+        columns = _kubectl_columns(line)
+        names = tuple(name for _, name in columns)
+        key = "NODE" if "NODE" in names else "NAME" if "READY" not in names else None
+        if key is None:
+            return None
+        col = names.index(key)  # kubectl get pods -o wide / kubectl get nodes
+        return _Table(col=col, least=len(names), names=names, at=columns[col][0])
     if "REASON" in cells and cells[-1] == "NODELIST":  # sinfo -R
-        return (-1, 2)
+        return _Table(col=-1, least=2)
     if cells[0] == "NODELIST" and "STATE" in cells:  # sinfo -N (-l)
-        return (0, 2)
+        return _Table(col=0, least=2)
     return None

@@ -45,8 +45,6 @@ HELD_OUT = ("validation", "validation_3", "validation_4")
 _SIGBUS = "a bare SIGBUS: the reasoner keeps blame unknown, the label blames the job"
 # Training cases explain still gets wrong, each with the reason; validation is never listed.
 KNOWN_TRAINING_MISSES: dict[str, str] = {
-    "126_k8s-evicted-ephemeral-exitcode-137.txt": "node named only in an alert's prose",
-    "128_k8s-evicted-diskpressure-table.txt": "node is a column of a headerless kubectl paste",
     "146_nvidia-smi-handle-unknown-sxid-nvswitch.txt": (
         "a lost GPU and fatal NVSwitch SXids: the rules rank the lost GPU first, the label "
         "blames the NVSwitch fabric that took it down"
