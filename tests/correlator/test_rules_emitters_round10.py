@@ -112,3 +112,18 @@ def test_a_hip_error_reads_as_its_cuda_counterpart(line: str, want: tuple[str, s
     got = explain_text(line)
     assert (got.category, got.blame) == want
     assert _live(line) == want
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "[2025-02-03T04:05:06.789] Batch JobId=41235 missing from batch node gpu-b17 (not found "
+        "BatchStartTime after startup)",
+        "[2025-02-03T04:05:06.789] Node gpu-b17 rebooted, killing missing step 41235.0",
+        "[2025-02-03T04:05:06.789] node gpu-b17 not resumed by ResumeTimeout(600) - marking down "
+        "and power_save",
+    ],
+)
+def test_slurmctld_naming_a_node_that_lost_its_job_blames_that_node(line: str) -> None:
+    got = explain_text(line + "\nslurm-41235.out: NCCL watchdog timeout on gpu-a02")
+    assert (got.category, got.blame, got.node) == ("node", "node", "gpu-b17")
