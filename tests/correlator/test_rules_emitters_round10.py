@@ -127,3 +127,43 @@ def test_a_hip_error_reads_as_its_cuda_counterpart(line: str, want: tuple[str, s
 def test_slurmctld_naming_a_node_that_lost_its_job_blames_that_node(line: str) -> None:
     got = explain_text(line + "\nslurm-41235.out: NCCL watchdog timeout on gpu-a02")
     assert (got.category, got.blame, got.node) == ("node", "node", "gpu-b17")
+
+
+@pytest.mark.parametrize(
+    ("line", "want", "surer_than"),
+    [
+        (
+            "[Mar 02 2025 11:12:13] [ERROR] [tid 4410] detected NVSwitch fatal error 20034 "
+            "on fid 0 on NVSwitch pci bus id 00000000:07:00.0 physical id 1 port 40",
+            ("interconnect", "node"),
+            0.7,
+        ),
+        (
+            "Mar 02 11:12:13 hgx-04 nv-fabricmanager[2210]: detected NVSwitch non-fatal error "
+            "12028 on NodeId 0 on NVSwitch pci bus id 00000000:07:00.0 physical id 1 port 40",
+            ("interconnect", "node"),
+            0.0,
+        ),
+        (
+            "[Mar 02 2025 11:12:13] [ERROR] [tid 4410] failed to find the GPU handle 1234567 in "
+            "the multicast team request setup 7654321.",
+            ("interconnect", "node"),
+            0.0,
+        ),
+    ],
+)
+def test_fabric_managers_nvswitch_errors_read_as_the_nodes_fabric(
+    line: str, want: tuple[str, str], surer_than: float
+) -> None:
+    got = explain_text(line)
+    assert (got.category, got.blame) == want
+    assert got.confidence > surer_than
+
+
+def test_fabric_managers_healthy_multicast_lines_are_not_failures() -> None:
+    text = (
+        "[Mar 02 2025 11:12:13] [INFO] [tid 1808] multicast group 0 is allocated.\n"
+        "[Mar 02 2025 11:12:13] [INFO] [tid 1808] successfully setup multicast team for request "
+        "id 8331980469606044544."
+    )
+    assert explain_text(text).category is None

@@ -100,6 +100,7 @@ FAMILY_FILES = (
     "cuda.json",
     "nccl.json",
     "ib_verbs.json",
+    "fabric_manager.json",
     "rocm.json",
     "mpi.json",
     "ray.json",
