@@ -167,3 +167,42 @@ def test_fabric_managers_healthy_multicast_lines_are_not_failures() -> None:
         "id 8331980469606044544."
     )
     assert explain_text(text).category is None
+
+
+@pytest.mark.parametrize(
+    ("line", "want"),
+    [
+        # TensorFlow's stream executor: a CHECK on the driver call, the CUresult on the right
+        (
+            "F0301 10:00:00.000000 41 cuda_driver.cc:1163] Check failed: CUDA_SUCCESS == "
+            "cuCtxSynchronize() (0 vs. 700)",
+            ("user_code", "job"),
+        ),
+        # Caffe's CUDA_CHECK without its string
+        (
+            "F0301 10:00:00.000000 41 syncedmem.cpp:71] Check failed: error == cudaSuccess "
+            "(2 vs. 0)",
+            ("oom_gpu", "job"),
+        ),
+        ("Check failed: error == cudaSuccess (214 vs. 0) ", ("gpu_hardware", "node")),
+        ("Check failed: error == cudaSuccess (100 vs. 0) ", ("node", "node")),
+    ],
+)
+def test_a_check_on_a_cuda_call_reads_by_the_error_number(line: str, want: tuple[str, str]) -> None:
+    got = explain_text(line)
+    assert (got.category, got.blame) == want
+    assert _live(line) == want
+
+
+def test_a_cuda_check_with_an_unlisted_number_is_left_to_the_other_rules() -> None:
+    assert explain_text("Check failed: error == cudaSuccess (7 vs. 0) ").category is None
+
+
+def test_nccls_collective_size_mismatch_is_the_programs_not_the_networks() -> None:
+    line = (
+        "gpu-a03:5120:5190 [2] NCCL WARN NET/IB : req 0/1 tag 1c peer 10.8.0.12<47321> "
+        "collective mismatch error, local size 4194304 remote size 2097152"
+    )
+    got = explain_text(line)
+    assert (got.category, got.blame) == ("user_code", "job")
+    assert _live(line) == ("user_code", "job")
