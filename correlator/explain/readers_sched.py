@@ -61,8 +61,29 @@ def _state_message(
     return " ".join(parts)
 
 
+# A row of sacct's default or --brief table pasted without its header: both formats end with
+# State and ExitCode (src/sacct/options.c: "jobid,jobname,partition,account,alloccpus,state,
+# exitcode" and BRIEF_FIELDS "jobid,state,exitcode"), the job id first.
+_HEADLESS_ROW = re.compile(
+    r"^\s*(?P<job>\d{1,12}(?:_\d{1,9})?(?:\.[\w+-]{1,20})?)\s+(?:\S{1,64}\s+){0,8}?"
+    r"(?P<state>[A-Z][A-Z_]{3,20}\+?)(?: by \d{1,10})?\s+(?P<exit>\d{1,3}:\d{1,3})\s*$"
+)
+_HEADLESS = ["JobID", "State", "ExitCode"]
+
+
+def _headless_rows(lines: list[str], out: ReadResult) -> None:
+    rows = []
+    for j, line in enumerate(lines):
+        m = _HEADLESS_ROW.match(line)
+        if m and expand_state(m["state"]) in _JOB_STATES:
+            rows.append((j, [m["job"], m["state"], m["exit"]]))
+    for row in rows:
+        _sacct_rows(_HEADLESS, [row], lines, out)
+
+
 def read_sacct_table(lines: list[str]) -> ReadResult:
-    """`sacct` default (fixed-width) output and `sacct -P` (pipe-separated)."""
+    """`sacct` default (fixed-width) output and `sacct -P` (pipe-separated); rows of the
+    default table pasted without their header."""
     out = ReadResult()
     for i, line in enumerate(lines):
         if "JobID" not in line or "State" not in line:
@@ -78,6 +99,8 @@ def read_sacct_table(lines: list[str]) -> ReadResult:
             continue
         out.claimed.add(i)
         _sacct_rows(header, rows, lines, out)
+    if not out.claimed:
+        _headless_rows(lines, out)
     return out
 
 

@@ -255,3 +255,33 @@ def test_a_finished_sentence_is_not_joined_with_the_line_below_it() -> None:
     assert any(ev.raw == "RuntimeError: DataLoader worker (pid 108439) is killed by signal: Killed."
                for ev in events)  # fmt: skip
     assert explain_text(text).category == "oom_host"
+
+
+@pytest.mark.parametrize(
+    ("rows", "want"),
+    [
+        (
+            "4711         train        gpu      alice          8    TIMEOUT      0:0 ",
+            ("scheduler", "job"),
+        ),
+        (
+            "4711         train        gpu      alice          8 OUT_OF_ME+    0:125 \n"
+            "4711.batch        batch                 alice          8 OUT_OF_ME+    0:125 ",
+            ("oom_host", "job"),
+        ),
+        (
+            "4711         train        gpu      alice          8     FAILED      2:0 ",
+            ("user_code", "job"),
+        ),
+        ("4711_3       FAILED      0:11 ", ("user_code", "job")),  # --brief, an array task
+    ],
+)
+def test_sacct_rows_pasted_without_their_header_are_read_by_state_and_exit_code(
+    rows: str, want: tuple[str, str]
+) -> None:
+    got = explain_text(rows)
+    assert (got.category, got.blame) == want
+
+
+def test_a_headerless_row_needs_a_slurm_job_state_before_its_exit_code() -> None:
+    assert explain_text("4711   some   words   HELLO_WORLD   0:1").category is None
