@@ -206,3 +206,31 @@ def test_nccls_collective_size_mismatch_is_the_programs_not_the_networks() -> No
     got = explain_text(line)
     assert (got.category, got.blame) == ("user_code", "job")
     assert _live(line) == ("user_code", "job")
+
+
+@pytest.mark.parametrize(
+    ("text", "node"),
+    [
+        (
+            "NodeName=gpu-c04 Arch=x86_64\n   Reason=gpu xid 79 [root@2025-02-03T04:05:06]",
+            "gpu-c04",
+        ),
+        (
+            "slurmctld[880]: error: _slurm_rpc_node_registration node=gpu-c04: Invalid argument",
+            "gpu-c04",
+        ),
+        (
+            "Feb 03 04:05:06 gpu-c04 slurmd[1873]: fatal: Unable to determine this slurmd's "
+            "NodeName",
+            "gpu-c04",
+        ),
+    ],
+)
+def test_slurm_naming_a_node_out_of_service_blames_that_node(text: str, node: str) -> None:
+    got = explain_text(text)
+    assert (got.category, got.blame, got.node) == ("node", "node", node)
+
+
+def test_a_jobs_own_reason_is_not_a_node_reason() -> None:
+    # scontrol show job's Reason= has no "[user@time]": a pending job's reason, not a drain
+    assert explain_text("JobState=PENDING Reason=Priority Dependency=(null)").blame != "node"
