@@ -51,9 +51,6 @@ KNOWN_TRAINING_MISSES: dict[str, str] = {
         "a lost GPU and fatal NVSwitch SXids: the rules rank the lost GPU first, the label "
         "blames the NVSwitch fabric that took it down"
     ),
-    "425_caffe-nccl-check-failed-unhandled-cuda.txt": (
-        "markdown italics in the paste cut NCCL's 'unhandled cuda error' into 'cuda _error_'"
-    ),
     "499_torchrun-child-failed-sigbus-exitcode-7-host-server.txt": _SIGBUS,
     "500_torch-elastic-legacy-logger-failed-exitcode-7.txt": _SIGBUS,
 }
