@@ -26,6 +26,7 @@ from collector.parse.joblog_launch import failure_entry, launch
 from collector.parse.joblog_more import WORTH_A_LOOK, failure_line, launcher_exit
 from collector.parse.joblog_rules import JobMatch, RuleFn, nccl_error, nccl_timeout
 from collector.parse.joblog_suspect import MAX_PER_WINDOW, suspect_line
+from collector.parse.transcribe import transcribed
 from timeline.models import Event, EventKind, Severity
 
 RULES: list[RuleFn] = [
@@ -138,7 +139,7 @@ def parse_job_line(
 ) -> Event | None:
     """One line of a job's stdout/stderr -> Event, or None when it says nothing we track."""
     line = undelivered_line(clean_line(line))
-    text, extra = _strip_prefix(line)
+    text, extra = _strip_prefix(transcribed(line))  # the event's raw stays `line`
     m = classify_job_line(text)
     if m is None:
         return None
@@ -188,7 +189,9 @@ class JobLogParser:
                 return released
         self._last = None
         wrap, self._wrap = self._wrap, None
-        text, extra = _strip_prefix(line)
+        # the rules read the line as printed (a copied log's smart quotes, entities, markdown
+        # undone); the event's raw stays `line`
+        text, extra = _strip_prefix(transcribed(line))
         out: list[Event] = []
         if self._block is not None and self._block_takes(text, line):
             return out

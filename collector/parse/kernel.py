@@ -19,6 +19,7 @@ from collector.parse.kernel_node import WORTH_A_LOOK as _NODE_WORTH
 from collector.parse.kernel_node import node_fault
 from collector.parse.kernel_prefix import KernelLine, split_kernel_line
 from collector.parse.kernel_rules import RECOGNIZERS, Match
+from collector.parse.transcribe import transcribed
 from timeline.models import Event, EventKind
 
 GpuMap = Mapping[str, tuple[str, int]]  # canonical PCI id -> (GPU UUID, index), as NVML reported
@@ -87,7 +88,7 @@ def parse_kernel_line(
     `boot_ts` turns uptime stamps into epoch time; `ts` is used when the line has no time.
     """
     line = clean_line(line)
-    kl = split_kernel_line(line, boot_ts=boot_ts, year=year)
+    kl = split_kernel_line(transcribed(line), boot_ts=boot_ts, year=year)  # raw stays `line`
     m = classify_kernel_message(kl.message)
     if m is None:
         return None
@@ -125,7 +126,8 @@ class KernelLogParser:
     def feed(self, line: str, *, ts: float | None = None, seq: int | None = None) -> list[Event]:
         """Parse one line; `ts`/`seq` override what the line states (kmsg reader knows better)."""
         line = clean_line(line)
-        kl = split_kernel_line(line, boot_ts=self.boot_ts, year=self.year)
+        # the rules read the line as printed (transcribe.py); the event's raw stays `line`
+        kl = split_kernel_line(transcribed(line), boot_ts=self.boot_ts, year=self.year)
         if ts is not None or seq is not None:
             kl = KernelLine(
                 kl.message,

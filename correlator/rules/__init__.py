@@ -6,6 +6,7 @@ only cross-event helper here is the repeated user-fault check for Xid 13/31/43.
 
 from __future__ import annotations
 
+from collector.parse.transcribe import transcribed
 from correlator.rules import signals
 from correlator.rules.patterns import PATTERNS, PatternRule, could_match
 from correlator.rules.xid import (
@@ -222,7 +223,9 @@ def classify_text(
     text: str, kind: EventKind | None = None, *, fallbacks: bool = True
 ) -> Verdict | None:
     """The verdict of the first pattern rule matching `text` (restricted by kind), or None;
-    `fallbacks=False` leaves out the families' catch-alls."""
+    `fallbacks=False` leaves out the families' catch-alls. The rules read the text as printed:
+    a copied log's smart quotes, HTML entities and markdown are undone first (transcribe.py)."""
+    text = transcribed(text)
     lower = text.lower()
     if not could_match(lower):
         return None
