@@ -216,17 +216,6 @@ def _labelled(events: list[Event], labels: dict[str, dict[str, int]]) -> None:
             ev.payload = with_label(ev.payload, label)
 
 
-def _as_printed(delivered: Delivered) -> list[str]:
-    """The lines as printed, for the structured readers (a table copied with no-break or
-    zero-width spaces still splits into its columns); each changed line is quoted as the text
-    has it. The parsers and rules below fold each line themselves (transcribe.py)."""
-    seen = [transcribed(ln) for ln in delivered.lines]
-    for line, was in zip(seen, delivered.lines, strict=True):
-        if line != was:
-            delivered.verbatim.setdefault(line, delivered.verbatim.get(was, was))
-    return seen
-
-
 def read_events(text: str) -> list[Event]:
     """Every failure-relevant event the text shows, in reading order."""
     return read(text)[0]
@@ -244,8 +233,7 @@ def read_delivered(text: str) -> tuple[list[Event], list[str], Delivered]:
     lines = delivered.lines
     if delivered.verbatim:  # read what the emitters wrote, not the delivery around it
         text = "\n".join(lines)
-    printed = _as_printed(delivered)
-    structured = _structured(text if printed == lines else "\n".join(printed), printed)
+    structured = _structured(text, lines)
     source = unprefixed(lines)
     bare, verbatim = joined_rests(source)
     rest = "\n".join("" if i in structured.claimed else ln for i, ln in enumerate(bare))

@@ -47,6 +47,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from collector.parse.delivery import CRI, KUBE_PREFIX, MAX_JSON, MPI_TAG, RAY, RFC3339, json_record
+from collector.parse.transcribe import transcribed
 from correlator.explain.hosts import clean_host
 
 # ECMA-48 control sequences, each bounded (a hostile line cannot make them backtrack).
@@ -219,6 +220,9 @@ def undelivered(text: str) -> Delivered:
     named; the text's own lines, unchanged, where no wrapper is found."""
     delivered = _single_spaced(text.splitlines())
     source = [_ANSI.sub("", ln) for ln in delivered] if "\x1b" in text else delivered
+    # read as printed: a paste's no-break spaces or smart quotes must not hide a wrapper's or a
+    # syslog line's shape any more than a rule's (collector/parse/transcribe.py)
+    source = [transcribed(ln) for ln in source]
     lines, hosts, raws = _records(_unpasted(source))
     if len(raws) == len(delivered):  # nothing joined: quote each line as the text has it
         raws = delivered

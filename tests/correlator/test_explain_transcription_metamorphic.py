@@ -3,8 +3,8 @@
 
 Every training case is transcribed the way a renderer or an editor rewrites text (smart quotes,
 no-break and zero-width spaces, HTML escaping, an input method's full-width punctuation) and
-must keep the category and blame of its plain text (collector/parse/transcribe.py folds them
-back for matching). Only training cases are read here; their texts are never printed.
+must keep the category, blame and culprit node of its plain text (collector/parse/transcribe.py
+folds them back for matching). Only training cases are read here; their texts are never printed.
 """
 
 from __future__ import annotations
@@ -44,20 +44,20 @@ TRANSCRIPTIONS: dict[str, Callable[[str], str]] = {
 }
 
 
-def _verdict(text: str) -> tuple[Any, Any, list[str]]:
+def _verdict(text: str) -> tuple[Any, Any, Any, list[str]]:
     got = explain_text(text)
-    return got.category, got.blame, got.evidence
+    return got.category, got.blame, got.node, got.evidence
 
 
 @pytest.mark.parametrize("case", TRAINING, ids=[c["file"] for c in TRAINING])
 def test_transcriptions_keep_the_training_verdict(case: dict[str, Any]) -> None:
     text = (CORPUS / case["file"]).read_text("utf-8")
-    plain = _verdict(text)[:2]
+    plain = _verdict(text)[:3]
     changed, misquoted = [], []
     for name, transcribe in TRANSCRIPTIONS.items():
         copy = transcribe(text)
-        category, blame, evidence = _verdict(copy)
-        if (category, blame) != plain:
+        category, blame, node, evidence = _verdict(copy)
+        if (category, blame, node) != plain:
             changed.append(name)
         if any(line not in copy for line in evidence):
             misquoted.append(name)

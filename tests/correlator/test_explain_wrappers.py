@@ -202,3 +202,20 @@ def test_only_a_paste_with_every_line_apart_loses_its_blank_lines() -> None:
     assert undelivered(spaced).lines == ["line one", "line two", ILLEGAL]
     paragraphs = f"line one\nline two\n\n{ILLEGAL}\n"
     assert undelivered(paragraphs).lines == ["line one", "line two", "", ILLEGAL]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        f"Jan 12 08:14:03 gpu-node-17 kernel: {XID}",
+        "Message from syslogd@gpu-node-17 at Jun 17 13:06:42 ...\n kernel:[1234.5678] watchdog: "
+        "BUG: soft lockup - CPU#3 stuck for 22s! [python:1234]",
+        "[gpu-node-17:10319] *** Process received signal ***\n"
+        "[gpu-node-17:10319] Signal: Segmentation fault (11)",
+    ],
+)
+def test_a_paste_with_no_break_spaces_keeps_its_host_and_quotes_as_pasted(text: str) -> None:
+    pasted = text.replace(" ", "\u00a0")  # a page renders runs of spaces so
+    plain, got = explain_text(text), explain_text(pasted)
+    assert (got.category, got.blame, got.node) == (plain.category, plain.blame, "gpu-node-17")
+    assert got.evidence and all("\u00a0" in line for line in got.evidence)
