@@ -38,7 +38,11 @@ VALIDATION_3_SHA256 = "aef104d98ace5726b428b8f1e8d3f1b73215b99e72d48b3c226d7c6d6
 # up, of the sorted new sources after random.Random(8).shuffle, drawn before any rule of round
 # eight and scored once with the rules of 82874bb): never move a case in or out.
 VALIDATION_4_SHA256 = "3bfb26da646365a7a87dcdd33987fec661c622c2f7795aa336b3a94dd257d5ce"
-HELD_OUT = ("validation", "validation_3", "validation_4")
+# sha256 of the sorted validation_5 sources (round ten's held-out split: the first half, rounded
+# up, of the sorted new sources after random.Random(10).shuffle, drawn before any rule of round
+# ten and scored once with the rules of 070e0da): never move a case in or out.
+VALIDATION_5_SHA256 = "a94233f354a440902f98d82d5455834ca892a7f6a9af15bd047c895001989daf"
+HELD_OUT = ("validation", "validation_3", "validation_4", "validation_5")
 # A bare SIGBUS: the signal reasoner (correlator/rules/signals.py) reads it as /dev/shm too small
 # (oom_host) and leaves blame unknown, since a hardware memory error (BUS_MCEERR) also ends a
 # process so; round nine's label blames the job (user_code, alternative oom_host).
@@ -52,6 +56,23 @@ KNOWN_TRAINING_MISSES: dict[str, str] = {
     "499_torchrun-child-failed-sigbus-exitcode-7-host-server.txt": _SIGBUS,
     "500_torch-elastic-legacy-logger-failed-exitcode-7.txt": _SIGBUS,
 }
+# Round ten's new training cases that the rules of 070e0da get wrong: they were written before
+# any rule that covers them (strict: a case that starts passing must leave this set).
+ROUND10_OPEN = {
+    "521_openmpi-cuda-oom-abort-taurusml6.txt",
+}
+TRAINING_PARAMS = [
+    pytest.param(
+        c,
+        id=c["file"],
+        marks=pytest.mark.xfail(
+            strict=True, reason="round ten: written before the rules that cover it"
+        ),
+    )
+    if c["file"] in ROUND10_OPEN
+    else pytest.param(c, id=c["file"])
+    for c in TRAINING
+]
 
 
 def test_corpus_has_300_sourced_cases_from_150_sources_covering_every_category() -> None:
@@ -79,6 +100,9 @@ def test_corpus_has_300_sourced_cases_from_150_sources_covering_every_category()
         assert case.get("round9", False) in (False, True), case["file"]
         if case.get("round9"):  # and round nine's
             assert case["split"] == "training" and case["added_after_split"], case["file"]
+        assert case.get("round10", False) in (False, True), case["file"]
+        if case.get("round10"):  # and round ten's
+            assert case["split"] == "training" and case["added_after_split"], case["file"]
         assert (CORPUS / case["file"]).read_text("utf-8").strip(), case["file"]
 
 
@@ -92,7 +116,7 @@ def test_validation_split_is_the_frozen_third_and_shares_no_source() -> None:
     at_split = {
         c["source"]
         for c in LABELS
-        if not c.get("added_after_split") and c["split"] not in ("validation_3", "validation_4")
+        if not c.get("added_after_split") and c["split"] in ("training", "validation")
     }
     assert len(splits["validation"]) == round(len(at_split) / 3)
     added = [c for c in LABELS if c.get("added_after_split")]
@@ -125,6 +149,14 @@ def test_validation_4_is_frozen_and_shares_no_source_with_the_other_splits() -> 
     assert len(fourth) == (len(fourth) + len(round8) + 1) // 2
 
 
+def test_validation_5_is_frozen_and_shares_no_source_with_the_other_splits() -> None:
+    assert _later_held_out("validation_5", 12) == VALIDATION_5_SHA256
+    # drawn together with round ten's training cases: the first half, rounded up
+    fifth = {c["source"] for c in LABELS if c["split"] == "validation_5"}
+    round10 = {c["source"] for c in LABELS if c.get("round10")}
+    assert len(fifth) == (len(fifth) + len(round10) + 1) // 2
+
+
 def _shared_tool(name: str) -> Path | None:
     for base in (REPO.parent / "shared" / "tools", Path("/work/shared/tools")):
         if (base / name).is_file():
@@ -149,7 +181,7 @@ def test_no_corpus_source_is_on_the_excluded_list() -> None:
     assert done.returncode == 0, done.stdout + done.stderr
 
 
-@pytest.mark.parametrize("case", TRAINING, ids=[c["file"] for c in TRAINING])
+@pytest.mark.parametrize("case", TRAINING_PARAMS)
 def test_explain_gives_the_labelled_verdict_on_training_cases(case: dict[str, Any]) -> None:
     if case["file"] in KNOWN_TRAINING_MISSES:
         pytest.xfail(KNOWN_TRAINING_MISSES[case["file"]])
@@ -213,6 +245,9 @@ def test_bench_explain_keeps_the_four_figures_and_adds_splits_and_before() -> No
         "round7",
         "training_added_round9",
         "round8",
+        "validation_5",
+        "training_added_round10",
+        "round9",
     ):
         assert split in result
     for split in (
@@ -223,6 +258,8 @@ def test_bench_explain_keeps_the_four_figures_and_adds_splits_and_before() -> No
         "validation_4",
         "training_added_round8",
         "training_added_round9",
+        "validation_5",
+        "training_added_round10",
     ):
         assert set(result[split]) == {
             "n",
@@ -257,7 +294,7 @@ def _frozen_rounds_scored_the_splits_before_their_rules(result: dict[str, Any]) 
     assert result["round5"]["validation_3"]["n"] == result["validation_3"]["n"]
     # the rules of 82874bb were scored on every split, round eight's new cases included, before
     # round eight changed any rule
-    for split in (*HELD_OUT, "training_added_round8"):
+    for split in ("validation", "validation_3", "validation_4", "training_added_round8"):
         assert result["round7"][split]["n"] == result[split]["n"]
     round8 = [c for c in LABELS if c.get("round8")]
     assert result["training_added_round8"]["n"] == len(round8) >= 10
@@ -271,12 +308,18 @@ def _frozen_rounds_scored_the_splits_before_their_rules(result: dict[str, Any]) 
     assert result["training_added_round9"]["n"] == len(round9) >= 24
     added = [c for c in LABELS if c.get("added_after_split")]
     assert result["training_added_after_split"]["n"] == len(added) >= 60
+    # the rules round nine left (main at 070e0da) were scored on every split, round ten's new
+    # cases included, before round ten changed any rule
+    for split in (*HELD_OUT, "training", "training_added_round10"):
+        assert result["round9"][split]["n"] == result[split]["n"]
+    round10 = [c for c in LABELS if c.get("round10")]
+    assert result["training_added_round10"]["n"] == len(round10) >= 12
 
 
 def test_bench_explain_scores_one_split_alone_and_lists_only_training_misses() -> None:
     result = run(["--split", "training", "--misses"])
     assert "validation" not in result and result["training"]["n"] == len(TRAINING)
-    assert "validation_3" not in result and "validation_4" not in result
+    assert not set(result) & set(HELD_OUT)
     assert {m["split"] for m in result["misses"]} <= {"training"}
     assert {m["file"] for m in result["misses"]} >= set(KNOWN_TRAINING_MISSES)
 
