@@ -54,6 +54,13 @@ _EXITS: list[tuple[str, re.Pattern[str], str]] = [
         "neg",
     ),
     ("hydra", re.compile(r"=\s+KILLED BY SIGNAL: (?P<num>\d+)"), "neg"),
+    # Open MPI's signal handler (opal/util/stacktrace.c show_stackframe): "[host:pid] Signal:
+    # Aborted (6)", the strsignal word and its number, under "*** Process received signal ***"
+    (
+        "openmpi",
+        re.compile(r"^\s*\[[\w.-]{1,64}:\d{1,10}\] Signal: [^()\n]{1,40} \((?P<num>\d{1,2})\)"),
+        "neg",
+    ),
     (
         "hydra",
         re.compile(r"TERMINATED WITH THE EXIT STRING: [^(\n]*\(signal (?P<num>\d+)\)"),
@@ -114,7 +121,7 @@ def launcher_exit(line: str) -> JobMatch | None:
 
 _EXIT_GATE = re.compile(
     r"return code|died with|died from signal|exit status|received by PID|killed by signal|"
-    r"terminated with|"
+    r"terminated with|\] Signal: |"
     r"exited on|KILLED BY|EXIT STRING|Killed|Segmentation fault|Aborted|Bus error|exit code"
 )
 
@@ -195,7 +202,7 @@ def failure_line(line: str) -> JobMatch | None:
 WORTH_A_LOOK = re.compile(
     r"return code|died with|exit status|received by PID|killed by signal|terminated with|"
     r"exited on|KILLED BY|EXIT STRING|Killed|Segmentation fault|Aborted|Bus error|exit code|"
-    r"low on memory|memory pressure|OUT_OF_MEMORY|OutOfMemory|memory limit|ib_mlx5|"
+    r"\] Signal: |low on memory|memory pressure|OUT_OF_MEMORY|OutOfMemory|memory limit|ib_mlx5|"
     r"ORTE|PRTE|Remote daemon|MPI_ABORT|btl_tcp|communication path|c10d|TCP client|Dist\w+Error|"
     r"Rendezvous|closed by peer|Read error|Write error|Timed out waiting|socket|slurmstepd|"
     r"srun: error|NVML|NVIDIA-SMI|nvidia-container-cli|version mismatch|device handle|"

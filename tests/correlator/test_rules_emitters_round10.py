@@ -234,3 +234,45 @@ def test_slurm_naming_a_node_out_of_service_blames_that_node(text: str, node: st
 def test_a_jobs_own_reason_is_not_a_node_reason() -> None:
     # scontrol show job's Reason= has no "[user@time]": a pending job's reason, not a drain
     assert explain_text("JobState=PENDING Reason=Priority Dependency=(null)").blame != "node"
+
+
+@pytest.mark.parametrize(
+    ("text", "want"),
+    [
+        (
+            "[gpu-e11:40211] *** Process received signal ***\n"
+            "[gpu-e11:40211] Signal: Aborted (6)\n[gpu-e11:40211] Signal code:  (-6)",
+            ("user_code", "job"),
+        ),
+        (
+            "[gpu-e11:40211] *** Process received signal ***\n"
+            "[gpu-e11:40211] Signal: Floating point exception (8)",
+            ("user_code", "job"),
+        ),
+    ],
+)
+def test_open_mpis_signal_handler_line_reads_by_its_signal(
+    text: str, want: tuple[str, str]
+) -> None:
+    got = explain_text(text)
+    assert (got.category, got.blame, got.node) == (*want, "gpu-e11")
+    assert _live(text) == want
+
+
+def test_an_uncaught_cuda_exception_out_of_memory_is_the_gpus_memory_not_the_abort() -> None:
+    text = (
+        "terminate called after throwing an instance of 'cuda_error'\n"
+        "  what():  src/alloc/CudaPool.cpp(88): error: out of memory\n"
+        "[gpu-e11:40211] *** Process received signal ***\n"
+        "[gpu-e11:40211] Signal: Aborted (6)"
+    )
+    got = explain_text(text)
+    assert (got.category, got.blame, got.node) == ("oom_gpu", "job", "gpu-e11")
+    assert _live(text) == ("oom_gpu", "job")
+
+
+def test_an_uncaught_host_allocation_failure_is_not_read_as_the_gpus() -> None:
+    text = (
+        "terminate called after throwing an instance of 'std::bad_alloc'\n  what():  std::bad_alloc"
+    )
+    assert explain_text(text).category != "oom_gpu"
