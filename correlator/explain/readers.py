@@ -21,6 +21,7 @@ from correlator.explain.readers_gpu import (
     read_dcgm_metrics,
     read_dcgmi_diag,
     read_nvidia_smi,
+    read_smi_table,
 )
 from correlator.explain.readers_sched import (
     context_hosts,
@@ -42,6 +43,7 @@ def _structured(text: str, lines: list[str]) -> ReadResult:
         lambda: read_sacct_json(text) if text.lstrip().startswith("{") else ReadResult(),
         lambda: read_sacct_table(lines),
         lambda: read_nvidia_smi(lines),
+        lambda: read_smi_table(lines),
         lambda: read_dcgm_metrics(lines),
         lambda: read_dcgmi_diag(lines),
         lambda: read_k8s_node_gpus(lines),

@@ -160,6 +160,38 @@ def _smi_q_status(inside: str, key: str, value: str, line: str, pci: str | None)
     return None
 
 
+# nvidia-smi's default table (nvidia-smi(1), "GPU ... Bus-Id Disp.A | Volatile Uncorr. ECC"): the
+# first row of each GPU's block ends with that count; a number above 0 is what -q's "ECC Errors /
+# Volatile / ... Uncorrectable" sums, "N/A" or "0" says nothing.
+_SMI_TABLE_HEADER = re.compile(r"Bus-Id\s+Disp\.A\s+\|\s+Volatile Uncorr\. ECC")
+_SMI_TABLE_ROW = re.compile(
+    r"^\|\s{1,8}\d{1,3}\s+[^|]{1,80}\|\s+(?P<pci>[0-9A-Fa-f]{8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}"
+    r"\.[0-7])\s+(?:On|Off)\s+\|\s+(?P<ecc>\d{1,9})\s+\|\s*$"
+)
+
+
+def read_smi_table(lines: list[str]) -> ReadResult:
+    """nvidia-smi's default table: a GPU whose Volatile Uncorr. ECC count is above 0."""
+    out = ReadResult()
+    if not any(_SMI_TABLE_HEADER.search(ln) for ln in lines):
+        return out
+    for i, line in enumerate(lines):
+        m = _SMI_TABLE_ROW.match(line.strip())
+        if m is None or int(m["ecc"]) == 0:
+            continue
+        out.events.append(
+            _event(
+                EventKind.ECC,
+                line,
+                f"volatile uncorrectable ECC errors: {m['ecc']} (nvidia-smi)",
+                pci_bus_id=normalize_pci_bus_id(m["pci"], strict=True),
+                payload={"dbe": int(m["ecc"])},
+            )
+        )
+        out.claimed.add(i)
+    return out
+
+
 # --- dcgm-exporter -------------------------------------------------------------------------
 
 _METRIC = re.compile(r"^(?P<name>DCGM_[A-Z0-9_]+)(?:\{(?P<labels>[^}]*)\})?\s+(?P<value>\S+)")

@@ -285,3 +285,37 @@ def test_sacct_rows_pasted_without_their_header_are_read_by_state_and_exit_code(
 
 def test_a_headerless_row_needs_a_slurm_job_state_before_its_exit_code() -> None:
     assert explain_text("4711   some   words   HELLO_WORLD   0:1").category is None
+
+
+_SMI_OLD = (
+    "| GPU  Name        Persistence-M| Bus-Id        Disp.A | Volatile Uncorr. ECC |\n"
+    "| Fan  Temp  Perf  Pwr:Usage/Cap|         Memory-Usage | GPU-Util  Compute M. |\n"
+    "|===============================+======================+======================|\n"
+    "|   0  Tesla V100-SXM2...  On   | 00000000:00:04.0 Off |                    0 |\n"
+    "| N/A   34C    P0    41W / 300W |      0MiB / 16160MiB |      0%      Default |\n"
+    "+-------------------------------+----------------------+----------------------+\n"
+    "|   1  Tesla V100-SXM2...  On   | 00000000:00:05.0 Off |                  {n} |\n"
+    "| N/A   36C    P0    42W / 300W |      0MiB / 16160MiB |      0%      Default |\n"
+)
+_SMI_NEW = (
+    "| GPU  Name                 Persistence-M | Bus-Id          Disp.A | Volatile Uncorr. ECC |\n"
+    "| Fan  Temp   Perf          Pwr:Usage/Cap |           Memory-Usage | GPU-Util  Compute M. |\n"
+    "|=========================================+========================+======================|\n"
+    "|   3  NVIDIA H100 80GB HBM3          On  |   00000000:9B:00.0 Off |                  {n} |\n"
+    "| N/A   30C    P0             69W /  700W |       1MiB /  81559MiB |      0%      Default |\n"
+)
+
+
+@pytest.mark.parametrize(("table", "pci"), [(_SMI_OLD, "0000:00:05.0"), (_SMI_NEW, "0000:9b:00.0")])
+def test_nvidia_smi_tables_uncorrectable_ecc_count_above_zero_is_the_gpus_memory(
+    table: str, pci: str
+) -> None:
+    got = explain_text(table.replace("{n}", " 2"))
+    assert (got.category, got.blame, got.gpu) == ("gpu_hardware", "node", pci)
+    assert explain_text(table.replace("{n}", " 0")).category is None
+    assert explain_text(table.replace("{n}", "N/A")).category is None
+
+
+def test_an_ecc_count_column_is_read_only_under_nvidia_smis_own_header() -> None:
+    row = _SMI_NEW.splitlines()[3].replace("{n}", " 2")
+    assert explain_text(row).category is None
