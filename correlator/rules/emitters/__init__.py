@@ -98,6 +98,7 @@ FAMILY_FILES = (
     "cuda.json",
     "nccl.json",
     "ib_verbs.json",
+    "fabric.json",
     "rocm.json",
     "mpi.json",
     "ray.json",
