@@ -163,6 +163,19 @@ _LINE_PATTERNS: tuple[re.Pattern[str], ...] = (
     re.compile(r"^\s*\((?:raylet|[\w.]+ pid=\d+|pid=\d+), ip=(?P<h>[\w.:-]+)\)"),
     re.compile(r"^\s*ip:\s+(?P<h>\d{1,3}(?:\.\d{1,3}){3})\s*$"),
     *_ROUND10_PATTERNS,
+    # HPE Cray MPICH's abort prefix (ofiwg/libfabric#10072): "MPICH ERROR [Rank 12] [job id 1.0]
+    # [Mon Mar  4 10:00:00 2024] [nid001234] - Abort(1) ...", an "[unknown]" field sometimes first
+    re.compile(
+        r"^\s*MPICH ERROR \[Rank \d+\] \[job id [^\]]*\] \[[^\]]*\] (?:\[unknown\] )?"
+        r"\[(?P<h>[A-Za-z0-9][\w.-]*)\] - "
+    ),
+    # libfabric's cxi provider (ofiwg/libfabric prov/cxi/include/cxip.h _CXIP_WARN etc.: "%s: "
+    # cxip_env.hostname after src/log.c's prefix, older releases without its time or prefix
+    # field): "libfabric:123:1700000000::cxi:core:f():53<warn> nid001234: ..."
+    re.compile(
+        r"^\s*libfabric:\d+:(?:\d+:)?(?:[^:\s]*:)?cxi:\w+:[\w.]+\(\):\d+<\w+> "
+        r"(?P<h>[A-Za-z0-9][\w.-]*): "
+    ),
 )
 # A leading ISO timestamp (docker/kubectl --timestamps) before the line proper.
 _LEAD_TS = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d)?\s+")

@@ -101,6 +101,7 @@ FAMILY_FILES = (
     "nccl.json",
     "ib_verbs.json",
     "fabric_manager.json",
+    "fabric.json",
     "rocm.json",
     "mpi.json",
     "ray.json",
