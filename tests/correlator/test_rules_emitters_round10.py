@@ -276,3 +276,28 @@ def test_an_uncaught_host_allocation_failure_is_not_read_as_the_gpus() -> None:
         "terminate called after throwing an instance of 'std::bad_alloc'\n  what():  std::bad_alloc"
     )
     assert explain_text(text).category != "oom_gpu"
+
+
+@pytest.mark.parametrize(
+    ("line", "want"),
+    [
+        (
+            "torch._dynamo.exc.BackendCompilerFailed: backend='inductor' raised: RuntimeError: "
+            "Triton Error [CUDA]: out of memory",
+            ("oom_gpu", "job"),
+        ),
+        (
+            "RuntimeError: Triton Error [CUDA]: an illegal memory access was encountered",
+            ("user_code", "job"),
+        ),
+        (
+            "triton.runtime.errors.OutOfResources: out of resource: shared memory, Required: "
+            "196608, Hardware limit: 166912. Reducing block sizes or `num_stages` may help.",
+            ("user_code", "job"),
+        ),
+    ],
+)
+def test_tritons_own_errors_read_by_their_meaning(line: str, want: tuple[str, str]) -> None:
+    got = explain_text(line)
+    assert (got.category, got.blame) == want
+    assert _live(line) == want
