@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 from correlator.explain.hosts import own_addresses
 from correlator.explain.models import ExplainInputError, Explanation
 from correlator.explain.readers import read_delivered
@@ -14,6 +16,7 @@ from correlator.explain.reasoning import (
     xid_of,
 )
 from correlator.explain.render import human, sentence
+from correlator.explain.rewrap import rewrapped
 
 __all__ = [
     "ExplainInputError",
@@ -22,6 +25,7 @@ __all__ = [
     "explain_bytes",
     "explain_text",
     "human",
+    "readings",
 ]
 
 MAX_INPUT_BYTES = 64 * 1024 * 1024
@@ -60,20 +64,39 @@ def explain_text(text: str) -> Explanation:
     """Read every kind of evidence in `text` and explain the most likely root cause."""
     if not text.strip():
         return _nothing("The input is empty: there is nothing to explain.")
-    events, hosts, delivered = read_delivered(text)
-    conclusion = conclude(findings(events))
-    if conclusion is None:
+    got = next((e for t, pieces in readings(text) if (e := _explained(t, pieces))), None)
+    if got is None:
         return _nothing(
             "No failure evidence that fleetmedic recognises was found in the input "
             "(Xid, NCCL, CUDA, OOM, scheduler or node-failure lines)."
         )
+    return got
+
+
+def readings(text: str) -> Iterator[tuple[str, dict[str, str]]]:
+    """The ways explain reads `text`, in turn until one shows a failure: as it came, then (a
+    wrapped paste) with its lines joined again, a terminal's cut first; each with its joined
+    lines' pieces as pasted."""
+    yield text, {}
+    for hard in (True, False):
+        if (again := rewrapped(text, hard=hard)) is not None:
+            yield again
+
+
+def _explained(text: str, pieces: dict[str, str]) -> Explanation | None:
+    """The explanation of `text`, or None; `pieces`: a joined line's lines as pasted."""
+    events, hosts, delivered = read_delivered(text)
+    conclusion = conclude(findings(events))
+    if conclusion is None:
+        return None
     node = node_of(conclusion, hosts, own_addresses(delivered.lines))
     gpu, index = gpu_of(conclusion)
     job, user = job_and_user(conclusion)
     evidence: list[str] = []
     for f in conclusion.support:
         raw = delivered.quoted((f.event.raw or f.event.message).rstrip("\n"))
-        for line in raw.splitlines():  # a multi-line event quotes each of its lines
+        for line in "\n".join(pieces.get(ln, ln) for ln in raw.splitlines()).splitlines():
+            # a multi-line event quotes each of its lines, a rejoined line each of its pieces
             if line.strip() and line not in evidence and len(evidence) < _EVIDENCE_LINES:
                 evidence.append(line)
     v = conclusion.verdict

@@ -35,7 +35,7 @@ from sqlalchemy.orm import sessionmaker
 from collector.parse.joblog import parse_job_text
 from collector.parse.kernel import parse_kernel_text
 from correlator import service as incidents
-from correlator.explain import explain_bytes
+from correlator.explain import explain_bytes, readings
 from correlator.explain.readers import read
 from correlator.explain.reasoning import Conclusion, conclude, findings
 from correlator.flows import correlate_once
@@ -70,7 +70,9 @@ def _why_not(text: str, agent: list[Event], want: tuple[str | None, str]) -> str
     local = conclude(findings(agent))
     if _pair(local) == want and local is not None:
         return "not an incident" if _owner_cancel(local) else None
-    explained = conclude(findings(read(text)[0]))
+    # as explain read it: as it came, or (a wrapped paste) with its lines joined again
+    concluded = (conclude(findings(read(again)[0])) for again, _ in readings(text))
+    explained = next((c for c in concluded if c is not None), None)
     assert explained is not None
     pattern = any("pattern" in f.event.payload for f in explained.support)
     return "not parsed" if pattern else "structured"
