@@ -4,8 +4,8 @@ Top level (whole corpus, as before): {"n", "category_accuracy", "blame_accuracy"
 "node_accuracy"}. Added: the same figures and more for each split ("training", "validation",
 "validation_new_sources": validation cases whose source is not one of the original 92 cases';
 "training_added_after_split": the training cases issue #11's later rounds added,
-"training_added_round3" / "_round4" / "_round5" / "_round8" / "_round9" / "_round10": those of
-the third / fourth / fifth / eighth / ninth / tenth round alone),
+"training_added_round3" / "_round4" / "_round5" / "_round8" / "_round9" / "_round10" /
+"_round11": those of the third / fourth / fifth / eighth / ninth / tenth / eleventh round alone),
 "before":
 the frozen figures the rules scored before issue #11 changed any rule, "round1": the
 figures round one of issue #11 left (benchmarks/explain_round1.json), "round2": the figures
@@ -19,15 +19,20 @@ whole corpus with round eight's new cases, measured before round eight changed a
 (benchmarks/explain_round7.json), "round8": the figures the rules round eight left (main
 at 68bfc1f) scored on the training split with round nine's new training cases, measured before
 any rule for them was written (benchmarks/explain_round8.json; training figures only, scored
-with `--split training`, so it holds no held-out figure), and "round9": the figures the rules
+with `--split training`, so it holds no held-out figure), "round9": the figures the rules
 round nine left (main at 070e0da) scored on every split of the corpus with round ten's new
-cases, measured before round ten changed any rule (benchmarks/explain_round9.json).
+cases, measured before round ten changed any rule (benchmarks/explain_round9.json), and
+"round10": the figures the rules round ten left (main at 15b95fb) scored on every split of the
+corpus with round eleven's new cases, measured before round eleven changed any rule
+(benchmarks/explain_round10.json).
 "validation_3": a second held-out split gathered in round three from sources no other case
 uses, labelled and scored with round two's rules before any rule of round three was written;
 "validation_4": a third one, gathered in round eight from sources no other case uses, labelled
 and scored with the rules of 82874bb before any rule of round eight was written;
 "validation_5": a fourth one, gathered in round ten from sources no other case uses, labelled
-and scored with the rules of 070e0da before any rule of round ten was written.
+and scored with the rules of 070e0da before any rule of round ten was written;
+"validation_6": a fifth one, gathered in round eleven from sources no other case uses, labelled
+and scored with the rules of 15b95fb before any rule of round eleven was written.
 
 Per split: culprit_accuracy (the node, over cases whose label names one), nothing_recognised_rate
 (cases with a failure to explain where explain recognised nothing), node_blame_on_user_or_oom
@@ -57,7 +62,15 @@ ROUND5 = Path(__file__).resolve().parent / "explain_round5.json"
 ROUND7 = Path(__file__).resolve().parent / "explain_round7.json"
 ROUND8 = Path(__file__).resolve().parent / "explain_round8.json"
 ROUND9 = Path(__file__).resolve().parent / "explain_round9.json"
-_SPLITS = ("training", "validation", "validation_3", "validation_4", "validation_5")
+ROUND10 = Path(__file__).resolve().parent / "explain_round10.json"
+_SPLITS = (
+    "training",
+    "validation",
+    "validation_3",
+    "validation_4",
+    "validation_5",
+    "validation_6",
+)
 _JOB_TRUTH = {"user_code", "oom_host", "oom_gpu"}
 
 
@@ -147,6 +160,8 @@ def evaluate(corpus: Path, only: str | None = None) -> tuple[dict[str, Any], lis
             keys.append("training_added_round9")
         if case.get("round10"):
             keys.append("training_added_round10")
+        if case.get("round11"):
+            keys.append("training_added_round11")
         for key in keys:
             groups.setdefault(key, []).append(outcome)
         if split == "training" and not (
@@ -172,11 +187,13 @@ def evaluate(corpus: Path, only: str | None = None) -> tuple[dict[str, Any], lis
         "training_added_round8",
         "training_added_round9",
         "training_added_round10",
+        "training_added_round11",
         "validation",
         "validation_new_sources",
         "validation_3",
         "validation_4",
         "validation_5",
+        "validation_6",
     ):
         if key in groups:
             figures[key] = figures_of(groups[key])
@@ -207,6 +224,7 @@ def run(argv: list[str]) -> dict[str, Any]:
             ("round7", ROUND7),
             ("round8", ROUND8),
             ("round9", ROUND9),
+            ("round10", ROUND10),
         )
         for key, path in frozen:
             if path.exists():

@@ -42,7 +42,11 @@ VALIDATION_4_SHA256 = "3bfb26da646365a7a87dcdd33987fec661c622c2f7795aa336b3a94dd
 # up, of the sorted new sources after random.Random(10).shuffle, drawn before any rule of round
 # ten and scored once with the rules of 070e0da): never move a case in or out.
 VALIDATION_5_SHA256 = "a94233f354a440902f98d82d5455834ca892a7f6a9af15bd047c895001989daf"
-HELD_OUT = ("validation", "validation_3", "validation_4", "validation_5")
+# sha256 of the sorted validation_6 sources (round eleven's held-out split: the first half,
+# rounded up, of the sorted new sources after random.Random(12).shuffle, drawn before any rule of
+# round eleven and scored once with the rules of 15b95fb): never move a case in or out.
+VALIDATION_6_SHA256 = "e97bb844219e28c9ba25bdfd4aab724a25d0c2e4fc194123004bea0ba5812fa5"
+HELD_OUT = ("validation", "validation_3", "validation_4", "validation_5", "validation_6")
 # A bare SIGBUS: the signal reasoner (correlator/rules/signals.py) reads it as /dev/shm too small
 # (oom_host) and leaves blame unknown, since a hardware memory error (BUS_MCEERR) also ends a
 # process so; round nine's label blames the job (user_code, alternative oom_host).
@@ -56,6 +60,27 @@ KNOWN_TRAINING_MISSES: dict[str, str] = {
     "499_torchrun-child-failed-sigbus-exitcode-7-host-server.txt": _SIGBUS,
     "500_torch-elastic-legacy-logger-failed-exitcode-7.txt": _SIGBUS,
 }
+# Round eleven's new training cases that the rules of 15b95fb get wrong: they were written before
+# any rule that covers them (strict: a case that starts passing must leave this set).
+ROUND11_OPEN = {
+    "550_ray-memory-threshold-killed-vllm-worker-link-local.txt",
+    "555_aws-ofi-nccl-couldnt-open-av-invalid-argument-mpirun-tag.txt",
+    "556_libfabric-efa-txe-error-invalid-address-peer-host-id.txt",
+    "567_mxnet-pooled-storage-cudamalloc-failed-out-of-memory.txt",
+    "574_tf-bfc-allocator-resource-exhausted-oom-tensor-t2t.txt",
+}
+TRAINING_PARAMS = [
+    pytest.param(
+        c,
+        id=c["file"],
+        marks=pytest.mark.xfail(
+            strict=True, reason="round eleven: written before the rules that cover it"
+        ),
+    )
+    if c["file"] in ROUND11_OPEN
+    else pytest.param(c, id=c["file"])
+    for c in TRAINING
+]
 
 
 def test_corpus_has_300_sourced_cases_from_150_sources_covering_every_category() -> None:
@@ -85,6 +110,9 @@ def test_corpus_has_300_sourced_cases_from_150_sources_covering_every_category()
             assert case["split"] == "training" and case["added_after_split"], case["file"]
         assert case.get("round10", False) in (False, True), case["file"]
         if case.get("round10"):  # and round ten's
+            assert case["split"] == "training" and case["added_after_split"], case["file"]
+        assert case.get("round11", False) in (False, True), case["file"]
+        if case.get("round11"):  # and round eleven's
             assert case["split"] == "training" and case["added_after_split"], case["file"]
         assert (CORPUS / case["file"]).read_text("utf-8").strip(), case["file"]
 
@@ -140,6 +168,14 @@ def test_validation_5_is_frozen_and_shares_no_source_with_the_other_splits() -> 
     assert len(fifth) == (len(fifth) + len(round10) + 1) // 2
 
 
+def test_validation_6_is_frozen_and_shares_no_source_with_the_other_splits() -> None:
+    assert _later_held_out("validation_6", 12) == VALIDATION_6_SHA256
+    # drawn together with round eleven's training cases: the first half, rounded up
+    sixth = {c["source"] for c in LABELS if c["split"] == "validation_6"}
+    round11 = {c["source"] for c in LABELS if c.get("round11")}
+    assert len(sixth) == (len(sixth) + len(round11) + 1) // 2
+
+
 def _shared_tool(name: str) -> Path | None:
     for base in (REPO.parent / "shared" / "tools", Path("/work/shared/tools")):
         if (base / name).is_file():
@@ -164,7 +200,7 @@ def test_no_corpus_source_is_on_the_excluded_list() -> None:
     assert done.returncode == 0, done.stdout + done.stderr
 
 
-@pytest.mark.parametrize("case", TRAINING, ids=[c["file"] for c in TRAINING])
+@pytest.mark.parametrize("case", TRAINING_PARAMS)
 def test_explain_gives_the_labelled_verdict_on_training_cases(case: dict[str, Any]) -> None:
     if case["file"] in KNOWN_TRAINING_MISSES:
         pytest.xfail(KNOWN_TRAINING_MISSES[case["file"]])
@@ -231,6 +267,9 @@ def test_bench_explain_keeps_the_four_figures_and_adds_splits_and_before() -> No
         "validation_5",
         "training_added_round10",
         "round9",
+        "validation_6",
+        "training_added_round11",
+        "round10",
     ):
         assert split in result
     for split in (
@@ -243,6 +282,8 @@ def test_bench_explain_keeps_the_four_figures_and_adds_splits_and_before() -> No
         "training_added_round9",
         "validation_5",
         "training_added_round10",
+        "validation_6",
+        "training_added_round11",
     ):
         assert set(result[split]) == {
             "n",
@@ -293,10 +334,22 @@ def _frozen_rounds_scored_the_splits_before_their_rules(result: dict[str, Any]) 
     assert result["training_added_after_split"]["n"] == len(added) >= 60
     # the rules round nine left (main at 070e0da) were scored on every split, round ten's new
     # cases included, before round ten changed any rule
-    for split in (*HELD_OUT, "training", "training_added_round10"):
+    for split in (
+        "validation",
+        "validation_3",
+        "validation_4",
+        "validation_5",
+        "training_added_round10",
+    ):
         assert result["round9"][split]["n"] == result[split]["n"]
     round10 = [c for c in LABELS if c.get("round10")]
     assert result["training_added_round10"]["n"] == len(round10) >= 12
+    # the rules round ten left (main at 15b95fb) were scored on every split, round eleven's new
+    # cases included, before round eleven changed any rule
+    for split in (*HELD_OUT, "training", "training_added_round11"):
+        assert result["round10"][split]["n"] == result[split]["n"]
+    round11 = [c for c in LABELS if c.get("round11")]
+    assert result["training_added_round11"]["n"] == len(round11) >= 12
 
 
 def test_bench_explain_scores_one_split_alone_and_lists_only_training_misses() -> None:
