@@ -27,6 +27,8 @@ _FAILURE_WORDS = re.compile(
     r"exited|dead|died|no such|cannot|could not|unable|fault(?:s|ed)?|"
     # a runtime's error enum named alone ("hipErrorNoDevice", "cudaErrorECCUncorrectable")
     r"(?:hip|cuda)error\w{1,40})\b"
+    # a line at libfabric's warn level (src/log.c "...():%d<warn> "), whatever its words
+    r"|\(\):\d{1,6}<warn> "
 )
 MIN_LENGTH = 12  # shorter than this, a line ("error", "FAILED") says too little to read
 MAX_PER_WINDOW = 200

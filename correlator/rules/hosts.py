@@ -7,6 +7,9 @@ import re
 
 # NCCL prints "10.0.0.7<43210>", PyTorch "[gpu-07]:29500" or "(gpu-07, 29500)", Gloo "gpu-07:29500".
 _WRAP = re.compile(r"^[\[(]?(?P<h>[^\]<>()\s,]+?)[\])]?(?:<\d+>|:\d+|,\s*\d+\))?[.,;:]*$")
+# A cloud's instance metadata service (AWS, GCP, Azure, OpenStack): link-local like a node's
+# own RFC 3927 address (which some clusters do run on), but never a node of the job.
+_METADATA = ipaddress.ip_address("169.254.169.254")
 _HOSTNAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,253}$")
 # Not a host: placeholders in pastes and loopback names.
 _PLACEHOLDERS = re.compile(
@@ -36,6 +39,8 @@ def peer_host(value: str | None) -> str | None:
         ):
             return None
         return host
-    if addr.is_loopback or addr.is_unspecified or addr.is_link_local or addr.is_multicast:
+    if addr.is_loopback or addr.is_unspecified or addr.is_multicast or addr == _METADATA:
         return None
+    if addr.is_link_local and addr.version == 6:
+        return None  # fe80::/10 is scoped to an interface: every host has the same ones
     return host

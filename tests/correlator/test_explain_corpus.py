@@ -60,27 +60,6 @@ KNOWN_TRAINING_MISSES: dict[str, str] = {
     "499_torchrun-child-failed-sigbus-exitcode-7-host-server.txt": _SIGBUS,
     "500_torch-elastic-legacy-logger-failed-exitcode-7.txt": _SIGBUS,
 }
-# Round eleven's new training cases that the rules of 15b95fb get wrong: they were written before
-# any rule that covers them (strict: a case that starts passing must leave this set).
-ROUND11_OPEN = {
-    "550_ray-memory-threshold-killed-vllm-worker-link-local.txt",
-    "555_aws-ofi-nccl-couldnt-open-av-invalid-argument-mpirun-tag.txt",
-    "556_libfabric-efa-txe-error-invalid-address-peer-host-id.txt",
-    "567_mxnet-pooled-storage-cudamalloc-failed-out-of-memory.txt",
-    "574_tf-bfc-allocator-resource-exhausted-oom-tensor-t2t.txt",
-}
-TRAINING_PARAMS = [
-    pytest.param(
-        c,
-        id=c["file"],
-        marks=pytest.mark.xfail(
-            strict=True, reason="round eleven: written before the rules that cover it"
-        ),
-    )
-    if c["file"] in ROUND11_OPEN
-    else pytest.param(c, id=c["file"])
-    for c in TRAINING
-]
 
 
 def test_corpus_has_300_sourced_cases_from_150_sources_covering_every_category() -> None:
@@ -200,7 +179,7 @@ def test_no_corpus_source_is_on_the_excluded_list() -> None:
     assert done.returncode == 0, done.stdout + done.stderr
 
 
-@pytest.mark.parametrize("case", TRAINING_PARAMS)
+@pytest.mark.parametrize("case", TRAINING, ids=[c["file"] for c in TRAINING])
 def test_explain_gives_the_labelled_verdict_on_training_cases(case: dict[str, Any]) -> None:
     if case["file"] in KNOWN_TRAINING_MISSES:
         pytest.xfail(KNOWN_TRAINING_MISSES[case["file"]])

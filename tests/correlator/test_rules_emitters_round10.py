@@ -301,3 +301,56 @@ def test_tritons_own_errors_read_by_their_meaning(line: str, want: tuple[str, st
     got = explain_text(line)
     assert (got.category, got.blame) == want
     assert _live(line) == want
+
+
+def test_a_nodes_own_link_local_ipv4_address_can_name_it_but_not_the_metadata_service() -> None:
+    ray = (
+        "Memory on the node (IP: {ip}, ID: 5b1e0c) where the task (actor ID: 0dab, name=Train.run, "
+        "pid=308, memory used=11.15GB) was running was 12.49GB / 13.15GB (0.950003), which exceeds "
+        "the memory usage threshold of 0.95. Ray killed this worker"
+    )
+    assert explain_text(ray.format(ip="169.254.20.7")).node == "169.254.20.7"
+    assert explain_text(ray.format(ip="169.254.169.254")).node is None
+    assert explain_text(ray.format(ip="fe80::1")).node is None  # scoped to an interface
+
+
+@pytest.mark.parametrize(
+    ("line", "want"),
+    [
+        (
+            "ip-10-0-7-12:4410:4410 [3] create_nccl_ofi_component:459 NCCL WARN NET/OFI Couldn't "
+            "open AV. RC: -22, ERROR: Invalid argument",
+            ("interconnect", "infra", "ip-10-0-7-12"),
+        ),
+        (
+            "libfabric:4410:1708520807::efa:cq:efa_rdm_txe_handle_error():737<warn> err: 5, "
+            "message: Invalid address My EFA addr: fi_addr_efa://[fe80::1]:0:1 My host id: "
+            "i-0aa Peer EFA addr: fi_addr_efa://[fe80::2]:0:2 Peer host id: i-0bb (7)",
+            ("interconnect", "infra", None),
+        ),
+        (
+            "[17:36:58] src/storage/./pooled_storage_manager.h:111: cudaMalloc failed: out of "
+            "memory",
+            ("oom_gpu", "job", None),
+        ),
+        (
+            "2017-11-13 10:31:59.958338: W tensorflow/core/framework/op_kernel.cc:1192] Resource "
+            "exhausted: OOM when allocating tensor with shape[15,8,183,183]",
+            ("oom_gpu", "job", None),
+        ),
+    ],
+)
+def test_round_elevens_emitter_formats_read_by_their_meaning(
+    line: str, want: tuple[str, str, str | None]
+) -> None:
+    got = explain_text(line)
+    assert (got.category, got.blame, got.node) == want
+    assert _live(line) == want[:2]
+
+
+def test_tensorflows_cpu_oom_stays_the_hosts_memory() -> None:
+    line = (
+        "Resource exhausted: OOM when allocating tensor with shape[1024,1024] and type float on "
+        "/job:localhost/replica:0/task:0/device:CPU:0 by allocator cpu"
+    )
+    assert explain_text(line).category == "oom_host"
