@@ -130,6 +130,44 @@ def _original_sources(labels: list[dict[str, Any]]) -> set[str]:
     return {c["source"] for c in labels if c.get("original")}
 
 
+# The training rounds a case may be marked with ("round3": true ...), each reported apart.
+_ROUNDS = ("round3", "round4", "round5", "round8", "round9", "round10", "round11")
+# The groups reported, in this order, when they have cases.
+_GROUPS = (
+    "training",
+    "training_added_after_split",
+    *(f"training_added_{r}" for r in _ROUNDS),
+    "validation",
+    "validation_new_sources",
+    "validation_3",
+    "validation_4",
+    "validation_5",
+    "validation_6",
+)
+
+
+def _groups_of(case: dict[str, Any], old_sources: set[str]) -> list[str]:
+    """The groups a case's outcome counts in."""
+    split = case.get("split", "training")
+    keys = ["all", split]
+    if split == "validation" and case["source"] not in old_sources:
+        keys.append("validation_new_sources")
+    if case.get("added_after_split"):
+        keys.append("training_added_after_split")
+    keys += [f"training_added_{r}" for r in _ROUNDS if case.get(r)]
+    return keys
+
+
+def _miss(case: dict[str, Any], got: dict[str, Any]) -> dict[str, Any]:
+    fields = ("category", "blame", "node")
+    return {
+        "file": case["file"],
+        "split": case.get("split", "training"),
+        "want": {k: case[k] for k in fields},
+        "got": {k: got[k] for k in fields},
+    }
+
+
 def evaluate(corpus: Path, only: str | None = None) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """Figures over a corpus (whole and per split, or one split) and the training cases that
     missed on any field."""
@@ -143,60 +181,15 @@ def evaluate(corpus: Path, only: str | None = None) -> tuple[dict[str, Any], lis
             continue
         got = explain_bytes((corpus / case["file"]).read_bytes()).to_dict()
         outcome = score_case(case, got)
-        keys = ["all", split]
-        if split == "validation" and case["source"] not in old_sources:
-            keys.append("validation_new_sources")
-        if case.get("added_after_split"):
-            keys.append("training_added_after_split")
-        if case.get("round3"):
-            keys.append("training_added_round3")
-        if case.get("round4"):
-            keys.append("training_added_round4")
-        if case.get("round5"):
-            keys.append("training_added_round5")
-        if case.get("round8"):
-            keys.append("training_added_round8")
-        if case.get("round9"):
-            keys.append("training_added_round9")
-        if case.get("round10"):
-            keys.append("training_added_round10")
-        if case.get("round11"):
-            keys.append("training_added_round11")
-        for key in keys:
+        for key in _groups_of(case, old_sources):
             groups.setdefault(key, []).append(outcome)
         if split == "training" and not (
             outcome["category"] and outcome["blame"] and outcome["node"]
         ):
-            fields = ("category", "blame", "node")
-            misses.append(
-                {
-                    "file": case["file"],
-                    "split": split,
-                    "want": {k: case[k] for k in fields},
-                    "got": {k: got[k] for k in fields},
-                }
-            )
+            misses.append(_miss(case, got))
     whole = figures_of(groups.pop("all"))
     figures: dict[str, Any] = {k: whole[k] for k in _TOP_KEYS}
-    for key in (
-        "training",
-        "training_added_after_split",
-        "training_added_round3",
-        "training_added_round4",
-        "training_added_round5",
-        "training_added_round8",
-        "training_added_round9",
-        "training_added_round10",
-        "training_added_round11",
-        "validation",
-        "validation_new_sources",
-        "validation_3",
-        "validation_4",
-        "validation_5",
-        "validation_6",
-    ):
-        if key in groups:
-            figures[key] = figures_of(groups[key])
+    figures.update({key: figures_of(groups[key]) for key in _GROUPS if key in groups})
     return figures, misses
 
 
