@@ -354,3 +354,25 @@ def test_tensorflows_cpu_oom_stays_the_hosts_memory() -> None:
         "/job:localhost/replica:0/task:0/device:CPU:0 by allocator cpu"
     )
     assert explain_text(line).category == "oom_host"
+
+
+@pytest.mark.parametrize(
+    ("line", "want"),
+    [
+        (
+            "paddle.fluid.core_avx.EnforceNotMet: (External) CUDA error(2), out of memory.",
+            ("oom_gpu", "job"),
+        ),
+        (
+            "[1,0]<stderr>:gloo::EnforceNotMet: [enforce fail at external/gloo/gloo/transport/tcp/"
+            "pair.cc:446] op.preamble.length <= op.nbytes. 8 vs 4",
+            ("user_code", "job"),
+        ),
+    ],
+)
+def test_paddles_cuda_oom_and_gloos_size_mismatch_read_by_their_meaning(
+    line: str, want: tuple[str, str]
+) -> None:
+    got = explain_text(line)
+    assert (got.category, got.blame) == want
+    assert _live(line) == want
