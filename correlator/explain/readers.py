@@ -13,7 +13,6 @@ import re
 from collector.health import SourceHealth
 from collector.parse.joblog import parse_job_text, with_label
 from collector.parse.kernel import parse_kernel_text
-from collector.parse.transcribe import transcribed
 from correlator.explain.hosts import clean_host, host_in_line, prefix_hosts
 from correlator.explain.readers_gpu import (
     ReadResult,
@@ -30,7 +29,7 @@ from correlator.explain.readers_sched import (
     read_sacct_table,
 )
 from correlator.explain.wrappers import Delivered, undelivered
-from correlator.rules import PATTERNS, could_match
+from correlator.rules import PATTERNS, first_rule
 from timeline.models import Event, EventKind
 
 log = logging.getLogger(__name__)
@@ -70,14 +69,9 @@ def _parsed(rest: str) -> list[Event]:
 
 
 def _first_rule(text: str) -> str | None:
-    text = transcribed(text)  # as classify_text reads it, so explain and the agent agree
-    lower = text.lower()
-    if not could_match(lower):
-        return None
-    for rule in PATTERNS:
-        if rule.kinds is None and rule.judge(text, lower) is not None:
-            return rule.name
-    return None
+    """The name of the rule that reads `text` alone, as the correlator's rules read it."""
+    found = first_rule(text)
+    return found[0].name if found else None
 
 
 # A line this long may have been wrapped by a terminal or a paste (at 72-80 columns).

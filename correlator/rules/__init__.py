@@ -34,6 +34,7 @@ __all__ = [
     "classify_event",
     "classify_text",
     "could_match",
+    "first_rule",
     "repeated_user_fault",
     "repeated_user_fault_verdict",
     "xid_info",
@@ -219,10 +220,10 @@ def _ecc_or_remap(event: Event) -> Verdict | None:
     return None
 
 
-def classify_text(
+def first_rule(
     text: str, kind: EventKind | None = None, *, fallbacks: bool = True
-) -> Verdict | None:
-    """The verdict of the first pattern rule matching `text` (restricted by kind), or None;
+) -> tuple[PatternRule, Verdict] | None:
+    """The first pattern rule matching `text` (restricted by kind) and its verdict, or None;
     `fallbacks=False` leaves out the families' catch-alls. The rules read the text as printed:
     a copied log's smart quotes, HTML entities and markdown are undone first (transcribe.py)."""
     text = transcribed(text)
@@ -236,8 +237,16 @@ def classify_text(
             continue
         verdict = rule.judge(text, lower)
         if verdict is not None:
-            return verdict
+            return rule, verdict
     return None
+
+
+def classify_text(
+    text: str, kind: EventKind | None = None, *, fallbacks: bool = True
+) -> Verdict | None:
+    """The verdict of the first pattern rule matching `text` (first_rule), or None."""
+    found = first_rule(text, kind, fallbacks=fallbacks)
+    return found[1] if found else None
 
 
 def _child_failed(event: Event) -> Verdict | None:
