@@ -119,11 +119,13 @@ def launcher_exit(line: str) -> JobMatch | None:
     return None
 
 
-_EXIT_GATE = re.compile(
+# The words of every exit report above: launcher_exit's gate, and a part of WORTH_A_LOOK.
+_EXIT_WORDS = (
     r"return code|died with|died from signal|exit status|received by PID|killed by signal|"
     r"terminated with|\] Signal: |"
     r"exited on|KILLED BY|EXIT STRING|Killed|Segmentation fault|Aborted|Bus error|exit code"
 )
+_EXIT_GATE = re.compile(_EXIT_WORDS)
 
 # --- other failure lines: their text goes to the correlator's rules as it is -----------------
 _HOST_OOM = re.compile(
@@ -200,13 +202,11 @@ def failure_line(line: str) -> JobMatch | None:
 
 # Lines worth offering to the recognizers above (a cheap test before the regexes).
 WORTH_A_LOOK = re.compile(
-    r"return code|died with|exit status|received by PID|killed by signal|terminated with|"
-    r"exited on|KILLED BY|EXIT STRING|Killed|Segmentation fault|Aborted|Bus error|exit code|"
-    r"\] Signal: |low on memory|memory pressure|OUT_OF_MEMORY|OutOfMemory|memory limit|ib_mlx5|"
+    _EXIT_WORDS + r"|low on memory|memory pressure|OUT_OF_MEMORY|OutOfMemory|memory limit|ib_mlx5|"
     r"ORTE|PRTE|Remote daemon|MPI_ABORT|btl_tcp|communication path|c10d|TCP client|Dist\w+Error|"
     r"Rendezvous|closed by peer|Read error|Write error|Timed out waiting|socket|slurmstepd|"
     r"srun: error|NVML|NVIDIA-SMI|nvidia-container-cli|version mismatch|device handle|"
     r"No space left|Read-only file|Stale file|Input/output error|allocate memory|bad_alloc|"
-    r"MemoryError|bus error|BUS error|shared memory|shared storage|died from signal|CUDA GPUs|"
+    r"MemoryError|bus error|BUS error|shared memory|shared storage|CUDA GPUs|"
     r"NVIDIA driver|CUDA driver|unhandled cuda"
 )
