@@ -72,13 +72,12 @@ _HEADLESS = ["JobID", "State", "ExitCode"]
 
 
 def _headless_rows(lines: list[str], out: ReadResult) -> None:
-    rows = []
-    for j, line in enumerate(lines):
-        m = _HEADLESS_ROW.match(line)
-        if m and expand_state(m["state"]) in _JOB_STATES:
-            rows.append((j, [m["job"], m["state"], m["exit"]]))
-    for row in rows:
-        _sacct_rows(_HEADLESS, [row], lines, out)
+    rows = [
+        (j, [m["job"], m["state"], m["exit"]])
+        for j, line in enumerate(lines)
+        if (m := _HEADLESS_ROW.match(line)) and expand_state(m["state"]) in _JOB_STATES
+    ]
+    _sacct_rows(_HEADLESS, rows, lines, out)
 
 
 def read_sacct_table(lines: list[str]) -> ReadResult:
