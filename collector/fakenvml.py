@@ -36,6 +36,7 @@ from collector.fakenvml_data import (
     recorded_xid_events,
 )
 from collector.fakenvml_events import FakeEventsMixin
+from collector.fakenvml_health import FakeHealthMixin
 
 __all__ = [
     "H100",
@@ -49,7 +50,7 @@ __all__ = [
 ]
 
 
-class FakeNvml(FakeEventsMixin):
+class FakeNvml(FakeEventsMixin, FakeHealthMixin):
     """Stands in for the `pynvml` module: pass an instance wherever the module is expected."""
 
     def __init__(
@@ -341,43 +342,6 @@ class FakeNvml(FakeEventsMixin):
     def nvmlDeviceGetTotalEnergyConsumption(self, handle: Any) -> int:
         """mJ since driver load: the recorded value plus power integrated since the fake began."""
         return self._energy(self._device("nvmlDeviceGetTotalEnergyConsumption", handle))
-
-    def nvmlDeviceGetEccMode(self, handle: Any) -> list[int]:
-        """[current, pending] as recorded (enabled)."""
-        self._device("nvmlDeviceGetEccMode", handle)
-        return list(self.identity["ecc_mode"])
-
-    def nvmlDeviceGetTotalEccErrors(self, handle: Any, error_type: int, counter_type: int) -> int:
-        """ECC totals (all 0 on the recorded H100)."""
-        gpu = self._device("nvmlDeviceGetTotalEccErrors", handle)
-        return gpu.ecc.get((error_type, counter_type), 0)
-
-    def nvmlDeviceGetRemappedRows(self, handle: Any) -> tuple[int, int, int, int]:
-        """(correctable, uncorrectable, pending, failure) as recorded."""
-        gpu = self._device("nvmlDeviceGetRemappedRows", handle)
-        if gpu.remapped_rows is not None:
-            return gpu.remapped_rows
-        return tuple(self.identity["remapped_rows"])
-
-    def nvmlDeviceGetRetiredPages(self, handle: Any, cause: int) -> list[int]:
-        """NotSupported on the H100 (it remaps rows instead)."""
-        self._device("nvmlDeviceGetRetiredPages", handle)
-        return []
-
-    def nvmlDeviceGetPcieReplayCounter(self, handle: Any) -> int:
-        """PCIe replay counter as recorded."""
-        self._device("nvmlDeviceGetPcieReplayCounter", handle)
-        return int(self.identity["pcie_replay"])
-
-    def nvmlDeviceGetNvLinkState(self, handle: Any, link: int) -> int:
-        """NotSupported on the recorded (PCIe) H100."""
-        self._device("nvmlDeviceGetNvLinkState", handle)
-        return 0
-
-    def nvmlDeviceGetNvLinkErrorCounter(self, handle: Any, link: int, counter: int) -> int:
-        """NotSupported on the recorded (PCIe) H100."""
-        self._device("nvmlDeviceGetNvLinkErrorCounter", handle)
-        return 0
 
     def nvmlDeviceGetMigMode(self, handle: Any) -> list[int]:
         """[current, pending]."""
