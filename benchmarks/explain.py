@@ -5,7 +5,8 @@ Top level (whole corpus, as before): {"n", "category_accuracy", "blame_accuracy"
 "validation_new_sources": validation cases whose source is not one of the original 92 cases';
 "training_added_after_split": the training cases issue #11's later rounds added,
 "training_added_round3" / "_round4" / "_round5" / "_round8" / "_round9" / "_round10" /
-"_round11": those of the third / fourth / fifth / eighth / ninth / tenth / eleventh round alone),
+"_round11" / "_round12": those of the third / fourth / fifth / eighth / ninth / tenth / eleventh /
+twelfth round alone),
 "before":
 the frozen figures the rules scored before issue #11 changed any rule, "round1": the
 figures round one of issue #11 left (benchmarks/explain_round1.json), "round2": the figures
@@ -21,10 +22,12 @@ at 68bfc1f) scored on the training split with round nine's new training cases, m
 any rule for them was written (benchmarks/explain_round8.json; training figures only, scored
 with `--split training`, so it holds no held-out figure), "round9": the figures the rules
 round nine left (main at 070e0da) scored on every split of the corpus with round ten's new
-cases, measured before round ten changed any rule (benchmarks/explain_round9.json), and
+cases, measured before round ten changed any rule (benchmarks/explain_round9.json),
 "round10": the figures the rules round ten left (main at 15b95fb) scored on every split of the
 corpus with round eleven's new cases, measured before round eleven changed any rule
-(benchmarks/explain_round10.json).
+(benchmarks/explain_round10.json), and "round11": the figures the rules round eleven left
+(main at 9ea726b) scored on every split of the corpus with round twelve's new cases, measured
+before round twelve changed any rule (benchmarks/explain_round11.json).
 "validation_3": a second held-out split gathered in round three from sources no other case
 uses, labelled and scored with round two's rules before any rule of round three was written;
 "validation_4": a third one, gathered in round eight from sources no other case uses, labelled
@@ -32,7 +35,9 @@ and scored with the rules of 82874bb before any rule of round eight was written;
 "validation_5": a fourth one, gathered in round ten from sources no other case uses, labelled
 and scored with the rules of 070e0da before any rule of round ten was written;
 "validation_6": a fifth one, gathered in round eleven from sources no other case uses, labelled
-and scored with the rules of 15b95fb before any rule of round eleven was written.
+and scored with the rules of 15b95fb before any rule of round eleven was written;
+"validation_7": a sixth one, gathered in round twelve from sources no other case uses, labelled
+and scored with the rules of 9ea726b before any rule of round twelve was written.
 
 Per split: culprit_accuracy (the node, over cases whose label names one), nothing_recognised_rate
 (cases with a failure to explain where explain recognised nothing), node_blame_on_user_or_oom
@@ -63,6 +68,7 @@ ROUND7 = Path(__file__).resolve().parent / "explain_round7.json"
 ROUND8 = Path(__file__).resolve().parent / "explain_round8.json"
 ROUND9 = Path(__file__).resolve().parent / "explain_round9.json"
 ROUND10 = Path(__file__).resolve().parent / "explain_round10.json"
+ROUND11 = Path(__file__).resolve().parent / "explain_round11.json"
 _SPLITS = (
     "training",
     "validation",
@@ -70,6 +76,7 @@ _SPLITS = (
     "validation_4",
     "validation_5",
     "validation_6",
+    "validation_7",
 )
 _JOB_TRUTH = {"user_code", "oom_host", "oom_gpu"}
 
@@ -131,7 +138,7 @@ def _original_sources(labels: list[dict[str, Any]]) -> set[str]:
 
 
 # The training rounds a case may be marked with ("round3": true ...), each reported apart.
-_ROUNDS = ("round3", "round4", "round5", "round8", "round9", "round10", "round11")
+_ROUNDS = ("round3", "round4", "round5", "round8", "round9", "round10", "round11", "round12")
 # The groups reported, in this order, when they have cases.
 _GROUPS = (
     "training",
@@ -143,6 +150,7 @@ _GROUPS = (
     "validation_4",
     "validation_5",
     "validation_6",
+    "validation_7",
 )
 
 
@@ -218,6 +226,7 @@ def run(argv: list[str]) -> dict[str, Any]:
             ("round8", ROUND8),
             ("round9", ROUND9),
             ("round10", ROUND10),
+            ("round11", ROUND11),
         )
         for key, path in frozen:
             if path.exists():

@@ -46,7 +46,18 @@ VALIDATION_5_SHA256 = "a94233f354a440902f98d82d5455834ca892a7f6a9af15bd047c89500
 # rounded up, of the sorted new sources after random.Random(12).shuffle, drawn before any rule of
 # round eleven and scored once with the rules of 15b95fb): never move a case in or out.
 VALIDATION_6_SHA256 = "e97bb844219e28c9ba25bdfd4aab724a25d0c2e4fc194123004bea0ba5812fa5"
-HELD_OUT = ("validation", "validation_3", "validation_4", "validation_5", "validation_6")
+# sha256 of the sorted validation_7 sources (round twelve's held-out split: the first half,
+# rounded up, of the sorted new sources after random.Random(14).shuffle, drawn before any rule of
+# round twelve and scored once with the rules of 9ea726b): never move a case in or out.
+VALIDATION_7_SHA256 = "862dbc56b9887ac729b4ea77035a47b558bb8b2dbc15ada7ea195b1dec86729f"
+HELD_OUT = (
+    "validation",
+    "validation_3",
+    "validation_4",
+    "validation_5",
+    "validation_6",
+    "validation_7",
+)
 # A bare SIGBUS: the signal reasoner (correlator/rules/signals.py) reads it as /dev/shm too small
 # (oom_host) and leaves blame unknown, since a hardware memory error (BUS_MCEERR) also ends a
 # process so; round nine's label blames the job (user_code, alternative oom_host).
@@ -60,6 +71,25 @@ KNOWN_TRAINING_MISSES: dict[str, str] = {
     "499_torchrun-child-failed-sigbus-exitcode-7-host-server.txt": _SIGBUS,
     "500_torch-elastic-legacy-logger-failed-exitcode-7.txt": _SIGBUS,
 }
+# Round twelve's new training cases that the rules of 9ea726b get wrong: they were written before
+# any rule that covers them (strict: a case that starts passing must leave this set).
+ROUND12_OPEN = {
+    "593_determined-task-log-elastic-failure-host-container-id-exitcode-1.txt",
+    "605_hami-scheduler-failedscheduling-unreachable-taint-unregistered.txt",
+    "606_openpai-hivedscheduler-waiting-bad-node-insufficient-memory.txt",
+}
+TRAINING_PARAMS = [
+    pytest.param(
+        c,
+        id=c["file"],
+        marks=pytest.mark.xfail(
+            strict=True, reason="round twelve: written before the rules that cover it"
+        ),
+    )
+    if c["file"] in ROUND12_OPEN
+    else pytest.param(c, id=c["file"])
+    for c in TRAINING
+]
 
 
 def test_corpus_has_300_sourced_cases_from_150_sources_covering_every_category() -> None:
@@ -92,6 +122,9 @@ def test_corpus_has_300_sourced_cases_from_150_sources_covering_every_category()
             assert case["split"] == "training" and case["added_after_split"], case["file"]
         assert case.get("round11", False) in (False, True), case["file"]
         if case.get("round11"):  # and round eleven's
+            assert case["split"] == "training" and case["added_after_split"], case["file"]
+        assert case.get("round12", False) in (False, True), case["file"]
+        if case.get("round12"):  # and round twelve's
             assert case["split"] == "training" and case["added_after_split"], case["file"]
         assert (CORPUS / case["file"]).read_text("utf-8").strip(), case["file"]
 
@@ -155,6 +188,14 @@ def test_validation_6_is_frozen_and_shares_no_source_with_the_other_splits() -> 
     assert len(sixth) == (len(sixth) + len(round11) + 1) // 2
 
 
+def test_validation_7_is_frozen_and_shares_no_source_with_the_other_splits() -> None:
+    assert _later_held_out("validation_7", 12) == VALIDATION_7_SHA256
+    # drawn together with round twelve's training cases: the first half, rounded up
+    seventh = {c["source"] for c in LABELS if c["split"] == "validation_7"}
+    round12 = {c["source"] for c in LABELS if c.get("round12")}
+    assert len(seventh) == (len(seventh) + len(round12) + 1) // 2
+
+
 def _shared_tool(name: str) -> Path | None:
     for base in (REPO.parent / "shared" / "tools", Path("/work/shared/tools")):
         if (base / name).is_file():
@@ -179,7 +220,7 @@ def test_no_corpus_source_is_on_the_excluded_list() -> None:
     assert done.returncode == 0, done.stdout + done.stderr
 
 
-@pytest.mark.parametrize("case", TRAINING, ids=[c["file"] for c in TRAINING])
+@pytest.mark.parametrize("case", TRAINING_PARAMS)
 def test_explain_gives_the_labelled_verdict_on_training_cases(case: dict[str, Any]) -> None:
     if case["file"] in KNOWN_TRAINING_MISSES:
         pytest.xfail(KNOWN_TRAINING_MISSES[case["file"]])
@@ -249,6 +290,9 @@ def test_bench_explain_keeps_the_four_figures_and_adds_splits_and_before() -> No
         "validation_6",
         "training_added_round11",
         "round10",
+        "validation_7",
+        "training_added_round12",
+        "round11",
     ):
         assert split in result
     for split in (
@@ -263,6 +307,8 @@ def test_bench_explain_keeps_the_four_figures_and_adds_splits_and_before() -> No
         "training_added_round10",
         "validation_6",
         "training_added_round11",
+        "validation_7",
+        "training_added_round12",
     ):
         assert set(result[split]) == {
             "n",
@@ -325,10 +371,23 @@ def _frozen_rounds_scored_the_splits_before_their_rules(result: dict[str, Any]) 
     assert result["training_added_round10"]["n"] == len(round10) >= 12
     # the rules round ten left (main at 15b95fb) were scored on every split, round eleven's new
     # cases included, before round eleven changed any rule
-    for split in (*HELD_OUT, "training", "training_added_round11"):
+    for split in (
+        "validation",
+        "validation_3",
+        "validation_4",
+        "validation_5",
+        "validation_6",
+        "training_added_round11",
+    ):
         assert result["round10"][split]["n"] == result[split]["n"]
     round11 = [c for c in LABELS if c.get("round11")]
     assert result["training_added_round11"]["n"] == len(round11) >= 12
+    # the rules round eleven left (main at 9ea726b) were scored on every split, round twelve's new
+    # cases included, before round twelve changed any rule
+    for split in (*HELD_OUT, "training", "training_added_round12"):
+        assert result["round11"][split]["n"] == result[split]["n"]
+    round12 = [c for c in LABELS if c.get("round12")]
+    assert result["training_added_round12"]["n"] == len(round12) >= 12
 
 
 def test_bench_explain_scores_one_split_alone_and_lists_only_training_misses() -> None:
