@@ -19,10 +19,14 @@ _SLURM_OOM = re.compile(
     r"Detected (?P<n>\d+) oom[-_]kill event(?:s|\(s\))? in (?:StepId=(?P<step>\w+(?:\.\w+)?)|step "
     r"(?P<step2>\w+(?:\.\w+)?) cgroup)"
 )
+# srun/launch.c: "%s: %s %s: ..." where the first %s is a hostlist ranged string: one host, or
+# several ("gpu-[01-02]", "gpu-01,gpu-07") when tasks on several nodes ended alike
 _SRUN_TASK = re.compile(
-    r"srun: error: (?P<node>[\w.-]+): tasks? (?P<tasks>[\d,-]+): (?P<what>Out Of Memory|Killed|"
+    r"srun: error: (?P<node>[\w.\[\],-]+): tasks? (?P<tasks>[\d,-]+): (?P<what>Out Of Memory|"
+    r"Killed|"
     r"Exited with exit code (?P<code>\d+)|Terminated|Aborted|Segmentation fault|Bus error)"
 )
+_ONE_HOST = re.compile(r"[\w.-]+")
 _CANCELLED = re.compile(
     r"\*\*\* (?P<what>JOB|STEP) (?P<id>[\w.+]+) ON (?P<node>\S+) CANCELLED AT (?P<at>\S+)"
     r"(?: DUE TO (?P<reason>[A-Za-z ]+?))?(?:,? SEE SLURMCTLD LOG FOR DETAILS)?\s*(?:\*\*\*)?\s*$"
@@ -67,6 +71,7 @@ def launch(line: str) -> JobMatch | None:
     if m := _SRUN_TASK.search(line):
         what = m["what"]
         p = {"tasks": m["tasks"], "outcome": what}
+        node = m["node"] if _ONE_HOST.fullmatch(m["node"]) else None  # a range names no one
         if what == "Out Of Memory":
             return JobMatch(
                 EventKind.HOST_OOM,
@@ -74,7 +79,7 @@ def launch(line: str) -> JobMatch | None:
                 None,
                 Severity.ERROR,
                 p,
-                node=m["node"],
+                node=node,
             )
         exit_code = int(m["code"]) if m["code"] else None
         return JobMatch(
@@ -83,7 +88,7 @@ def launch(line: str) -> JobMatch | None:
             exit_code,
             Severity.ERROR,
             p,
-            node=m["node"],
+            node=node,
         )
     if m := (_CANCELLED.search(line) or _CANCELLED_OLD.search(line)):
         job = m["id"].split(".")[0]

@@ -19,12 +19,26 @@ _PLACEHOLDERS = re.compile(
 )
 
 
+def _bare_address(value: str) -> str | None:
+    """`value` itself when it is an IP address (scope id dropped), else None: a bare IPv6
+    address ends in ':<hex>', which _WRAP would take for a port (TCPStore's capture of
+    "remote=[2001:db8::17]:29500" is the address without its brackets and port)."""
+    head = value.split("%")[0]
+    try:
+        ipaddress.ip_address(head)
+    except ValueError:
+        return None
+    return head
+
+
 def peer_host(value: str | None) -> str | None:
     """A host or address fit to be named as the culprit, else None (masked, loopback, ...)."""
     if not value:
         return None
-    m = _WRAP.match(value.strip())
-    host = (m.group("h") if m else value.strip()).split("%")[0]  # fe80::1%ib0 -> fe80::1
+    host = _bare_address(value.strip())
+    if host is None:
+        m = _WRAP.match(value.strip())
+        host = (m.group("h") if m else value.strip()).split("%")[0]  # fe80::1%ib0 -> fe80::1
     if host.startswith("::ffff:"):
         host = host[len("::ffff:") :]
     if not host or "xx" in host.lower() or ".." in host or "*" in host:
