@@ -1,11 +1,11 @@
 """The delivery a log line may come wrapped in, taken off line by line as the agent reads it.
 
 A job's output reaches a file through a container runtime (CRI log files, docker's json-file),
-or through a launcher that tags each line (Open MPI's --tag-output, Ray's worker prefix). Only
-shapes that no program line has of its own are taken here, one line at a time: a prefix a log
-line may well start with ("12: ", "[3] ", a leading time stamp) needs the whole text to tell,
-and `correlator.explain.wrappers` decides those for `explain`. The formats and their sources
-are cited there; both read the shapes below.
+or through a launcher that tags each line (Open MPI's --tag-output, Ray's worker prefix,
+Determined's task log). Only shapes that no program line has of its own are taken here, one
+line at a time: a prefix a log line may well start with ("12: ", "[3] ", a leading time stamp)
+needs the whole text to tell, and `correlator.explain.wrappers` decides those for `explain`.
+The formats and their sources are cited there; both read the shapes below.
 """
 
 from __future__ import annotations
@@ -22,6 +22,11 @@ MPI_TAG = re.compile(
     r"(?:\[(?P<h>[A-Za-z0-9][\w.-]{0,62}):\d{1,10}\])?)?<std(?:out|err|diag)>: ?"
 )
 RAY = re.compile(r"^\((?:raylet|(?:[^\s()]{1,200} )?pid=\d{1,10})(?:, ip=(?P<h>[\w.:-]{1,64}))?\) ")
+# Determined's task log line: "[time] <container id, 8 wide or 8 spaces> [rank=N] || LEVEL: "
+DETERMINED = re.compile(
+    rf"^\[{RFC3339}\] (?:[\w.-]{{1,8}}| {{8}}) (?:\[rank=(?P<rank>\d{{1,7}})\] )?\|\|(?: |$)"
+    r"(?:(?:TRACE|DEBUG|INFO|WARNING|ERROR|CRITICAL|UNSPECIFIED): )?"
+)
 MAX_JSON = 1 << 20  # a delivered JSON line longer than this is read as it is
 
 
@@ -49,7 +54,8 @@ def json_record(line: str) -> tuple[str, str | None, bool] | None:
 
 def undelivered_line(line: str) -> str:
     """One line without the delivery only a runtime or launcher writes (a CRI or json-file
-    record, kubectl's --prefix, Open MPI's tag, Ray's worker prefix); else the line itself.
+    record, Determined's task-log prefix, kubectl's --prefix, Open MPI's tag, Ray's worker
+    prefix); else the line itself.
 
     A partial record (a line the runtime split) is read as it is: the parsers take one line
     at a time, and the rest arrives as the next record.
@@ -59,7 +65,7 @@ def undelivered_line(line: str) -> str:
         line = line[m.end() :]
     elif (rec := json_record(line)) is not None:
         line = rec[0]
-    for pattern in (KUBE_PREFIX, MPI_TAG, RAY):
+    for pattern in (DETERMINED, KUBE_PREFIX, MPI_TAG, RAY):
         m = pattern.match(line)
         if m:
             line = line[m.end() :]

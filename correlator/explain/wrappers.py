@@ -34,6 +34,12 @@ Sources (repository, path and commit, or documentation URL):
 - Ray: ray-project/ray python/ray/_private/worker.py @daf610416eb7e506252a115f27edb64137a1415e
   (print_worker_logs: "({actor or task name} pid={pid}, ip={ip}) " coloured by colorama, the
   ", ip=" left out for the driver's own node; "(raylet, ip=...)");
+- Determined task logs (`det task logs`, the web UI): determined-ai/determined
+  master/pkg/model/task.go @c1e9c6d7b821ef246d612bb9922f7fb1b58dcf2e (TaskLog.Message: parts
+  "[<RFC3339 micro>]", the container id's first 8 characters or 8 spaces, "[rank=N]" when the
+  rank is known, "||", "LEVEL:" when known (master/pkg/tasklog/log_levels.go), the log, joined
+  by " ") and master/internal/sproto/task_actor.go, same commit (ContainerLog.String:
+  "[%s] %s || %s", RFC3339Nano); the container id is no host;
 - ANSI escapes: ECMA-48 CSI "ESC [ params intermediates final", OSC "ESC ] ... BEL|ESC \\".
 DeepSpeed's multinode runners deliver through pdsh ("host: ", hosts.prefix_hosts) or an MPI
 launcher (above); its launcher source adds no host prefix of its own.
@@ -46,7 +52,16 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from collector.parse.delivery import CRI, KUBE_PREFIX, MAX_JSON, MPI_TAG, RAY, RFC3339, json_record
+from collector.parse.delivery import (
+    CRI,
+    DETERMINED,
+    KUBE_PREFIX,
+    MAX_JSON,
+    MPI_TAG,
+    RAY,
+    RFC3339,
+    json_record,
+)
 from collector.parse.transcribe import transcribed
 from correlator.explain.hosts import clean_host
 
@@ -157,11 +172,13 @@ def _ts(line: str) -> _Stripped | None:
     return None if rest is None else (rest, None, {})
 
 
-# Line prefixes in the order a delivery nests them (kubectl --prefix, then its time stamp, then
-# a launcher's label inside the container's own output); each with whether it is taken only
+# Line prefixes in the order a delivery nests them (Determined's task-log prefix around all the
+# container printed, kubectl --prefix, then its time stamp, then a launcher's label inside the
+# container's own output); each with whether it is taken only
 # when it opens most lines (a shape that a log line may have of its own: "12: ", "[3] ", a
 # leading time stamp) or wherever it is (a shape only the launcher writes).
 _PREFIXES: tuple[tuple[Callable[[str], _Stripped | None], bool], ...] = (
+    (_prefix(DETERMINED), False),
     (_prefix(KUBE_PREFIX), False),
     (_ts, True),
     (_prefix(MPI_TAG), False),
@@ -170,6 +187,9 @@ _PREFIXES: tuple[tuple[Callable[[str], _Stripped | None], bool], ...] = (
     (_prefix(_SRUN), True),
     (_prefix(_HYDRA), True),
     (_prefix(RAY), False),
+    # a Determined log relayed once more (printed by a job that srun, mpirun or kubectl then
+    # labels): its prefix comes after the relaying tool's own
+    (_prefix(DETERMINED), False),
 )
 
 

@@ -53,6 +53,17 @@ def _torchrun(i: int, line: str) -> str:
     return f"[default{i % 2}]:{line}"
 
 
+def _determined(i: int, line: str) -> str:
+    # TaskLog.Message: "[<RFC3339 micro>]", 8 characters of the container id (8 spaces when
+    # none), "[rank=N]" and "LEVEL:" when known, then the log, joined by " "
+    head = f"[2022-06-09T09:{i // 60 % 60:02d}:{i % 60:02d}.{i * 7919 % 10**6:06d}Z]"
+    if i % 3 == 0:
+        return f"{head} 8de2ca81 || {line}"
+    if i % 3 == 1:
+        return f"{head} {' ' * 8} || INFO: {line}"
+    return f"{head} f6114bb3 [rank={i % 4}] || ERROR: {line}"
+
+
 def _markdown_quote(i: int, line: str) -> str:
     return f"> {line}" if line.strip() else ">"  # GitHub's "Quote reply" marks blank lines too
 
@@ -79,6 +90,7 @@ WRAPPERS: dict[str, Callable[[str], str]] = {
     "srun_label": _per_line(_srun_label),
     "mpirun_tag_output": _per_line(_mpirun_tag),
     "torchrun_tee": _per_line(_torchrun),
+    "determined_task_log": _per_line(_determined),
     # the markup of the paste itself, around the whole log
     "markdown_quote": _per_line(_markdown_quote),
     "code_block_indent": _per_line(_code_block),

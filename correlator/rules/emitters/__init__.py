@@ -106,6 +106,7 @@ FAMILY_FILES = (
     "mpi.json",
     "ray.json",
     "pytorch.json",
+    "kube_scheduler.json",
     "kubelet.json",
     "slurm.json",
     "launchers.json",
