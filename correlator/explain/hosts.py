@@ -146,6 +146,12 @@ _LINE_PATTERNS: tuple[re.Pattern[str], ...] = (
     # Open MPI: "[gpu-07:10319] *** Process received signal ***", BTL "[gpu-07][[1,2],3][..."
     re.compile(r"^\s*\[(?P<h>[A-Za-z][\w.-]*):\d+\] "),
     re.compile(r"^\s*\[(?P<h>[A-Za-z0-9][\w.-]*)\]\[\[\d+,\d+\],\d+\]\["),
+    # Open MPI's "[host:pid] " of a host whose name opens with a digit (docker's default host
+    # name, the container's id "036c56dce41b"; a node named by its dashed address "10-12-3-162"):
+    # Open MPI and PRRTE print it "[%s:%05d] " (opal/util/stacktrace.c, "[%s:%05d] *** Process
+    # received signal ***"), so the pid has 5 digits or more; a name with a letter or a dash in
+    # it, never an "[address:port]", a "[12:34]" time or a date
+    re.compile(r"^\s*\[(?!\d{4}-\d\d-\d\d\b)(?P<h>\d[\w.-]*?[A-Za-z-][\w.-]*):\d{5,}\] "),
     # mpirun/prterun: "... with PID 363 on node gpu-07 exited on signal 9"; ORTE's daemon lines
     re.compile(r"\bon node (?P<h>[A-Za-z0-9][\w.-]*) exited\b"),
     re.compile(r"\bdaemon\s*:\s*\[\[[\d,]+\],\d+\] on node (?P<h>[A-Za-z0-9][\w.-]*)"),
