@@ -5,8 +5,8 @@ Top level (whole corpus, as before): {"n", "category_accuracy", "blame_accuracy"
 "validation_new_sources": validation cases whose source is not one of the original 92 cases';
 "training_added_after_split": the training cases issue #11's later rounds added,
 "training_added_round3" / "_round4" / "_round5" / "_round8" / "_round9" / "_round10" /
-"_round11" / "_round12": those of the third / fourth / fifth / eighth / ninth / tenth / eleventh /
-twelfth round alone),
+"_round11" / "_round12" / "_round13": those of the third / fourth / fifth / eighth / ninth /
+tenth / eleventh / twelfth / thirteenth round alone),
 "before":
 the frozen figures the rules scored before issue #11 changed any rule, "round1": the
 figures round one of issue #11 left (benchmarks/explain_round1.json), "round2": the figures
@@ -25,9 +25,12 @@ round nine left (main at 070e0da) scored on every split of the corpus with round
 cases, measured before round ten changed any rule (benchmarks/explain_round9.json),
 "round10": the figures the rules round ten left (main at 15b95fb) scored on every split of the
 corpus with round eleven's new cases, measured before round eleven changed any rule
-(benchmarks/explain_round10.json), and "round11": the figures the rules round eleven left
+(benchmarks/explain_round10.json), "round11": the figures the rules round eleven left
 (main at 9ea726b) scored on every split of the corpus with round twelve's new cases, measured
-before round twelve changed any rule (benchmarks/explain_round11.json).
+before round twelve changed any rule (benchmarks/explain_round11.json), and "round12": the
+figures the rules round twelve left (main at f0e5281) scored on every split of the corpus with
+round thirteen's new cases, measured before round thirteen changed any rule
+(benchmarks/explain_round12.json).
 "validation_3": a second held-out split gathered in round three from sources no other case
 uses, labelled and scored with round two's rules before any rule of round three was written;
 "validation_4": a third one, gathered in round eight from sources no other case uses, labelled
@@ -37,7 +40,9 @@ and scored with the rules of 070e0da before any rule of round ten was written;
 "validation_6": a fifth one, gathered in round eleven from sources no other case uses, labelled
 and scored with the rules of 15b95fb before any rule of round eleven was written;
 "validation_7": a sixth one, gathered in round twelve from sources no other case uses, labelled
-and scored with the rules of 9ea726b before any rule of round twelve was written.
+and scored with the rules of 9ea726b before any rule of round twelve was written;
+"validation_8": a seventh one, gathered in round thirteen from sources no other case uses,
+labelled and scored with the rules of f0e5281 before any rule of round thirteen was written.
 
 Per split: culprit_accuracy (the node, over cases whose label names one), nothing_recognised_rate
 (cases with a failure to explain where explain recognised nothing), node_blame_on_user_or_oom
@@ -69,6 +74,7 @@ ROUND8 = Path(__file__).resolve().parent / "explain_round8.json"
 ROUND9 = Path(__file__).resolve().parent / "explain_round9.json"
 ROUND10 = Path(__file__).resolve().parent / "explain_round10.json"
 ROUND11 = Path(__file__).resolve().parent / "explain_round11.json"
+ROUND12 = Path(__file__).resolve().parent / "explain_round12.json"
 _SPLITS = (
     "training",
     "validation",
@@ -77,6 +83,7 @@ _SPLITS = (
     "validation_5",
     "validation_6",
     "validation_7",
+    "validation_8",
 )
 _JOB_TRUTH = {"user_code", "oom_host", "oom_gpu"}
 
@@ -138,7 +145,17 @@ def _original_sources(labels: list[dict[str, Any]]) -> set[str]:
 
 
 # The training rounds a case may be marked with ("round3": true ...), each reported apart.
-_ROUNDS = ("round3", "round4", "round5", "round8", "round9", "round10", "round11", "round12")
+_ROUNDS = (
+    "round3",
+    "round4",
+    "round5",
+    "round8",
+    "round9",
+    "round10",
+    "round11",
+    "round12",
+    "round13",
+)
 # The groups reported, in this order, when they have cases.
 _GROUPS = (
     "training",
@@ -151,6 +168,7 @@ _GROUPS = (
     "validation_5",
     "validation_6",
     "validation_7",
+    "validation_8",
 )
 
 
@@ -227,6 +245,7 @@ def run(argv: list[str]) -> dict[str, Any]:
             ("round9", ROUND9),
             ("round10", ROUND10),
             ("round11", ROUND11),
+            ("round12", ROUND12),
         )
         for key, path in frozen:
             if path.exists():
