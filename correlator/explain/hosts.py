@@ -101,6 +101,9 @@ _LINE_PATTERNS: tuple[re.Pattern[str], ...] = (
     re.compile(r"(?:^|\s)(?P<h>[A-Za-z0-9][\w.-]*):\d+:\d+ \[\d+\] (?:[\w/.]+:\d+ )?NCCL "),
     # UCX: "[gpu-node-07:31180:0:31180] ib_mlx5_log.c:143 ..." (the "[" sometimes lost in a paste)
     re.compile(r"^\s*\[?(?P<h>[A-Za-z0-9][\w.-]*):\d+\s*:\d+:\d+\]\s"),
+    # UCX's log prefix (src/ucs/debug/log.c ucs_log_default_handler): "[%lu.%06lu] [%s:%-5d:%d]
+    # %16s:%-4u UCX %-5s", e.g. "[1762045780.123456] [gpu-node-07:4711 :0]  ib_device.c:321 UCX"
+    re.compile(r"^\s*\[\d+\.\d+\] \[(?P<h>[A-Za-z0-9][\w.-]*):\d+\s*:\d+\]\s"),
     # wall(1)/syslogd broadcast: "Message from syslogd@gpu-node-07 at Jun 17 13:06:42 ..."
     re.compile(r"^\s*Message from syslogd@(?P<h>[A-Za-z0-9][\w.-]*) at "),
     # Kubernetes scheduler event: "Successfully assigned ns/pod to gpu-node-07"

@@ -157,10 +157,15 @@ HARDWARE: tuple[PatternRule, ...] = (
         summary="NCCL InfiniBand/RoCE transfer failed (network fabric error)",
         priority=82,
     ),
+    # NCCL before 2.19 WARNs every async event but COMM_EST as "Got async event : <text>"
+    # (src/transport/net_ib.cc @f40ce73e89); rdma-core's ibv_event_type_str texts of the
+    # informational events (a port coming up, SM/P_Key changes, drained queues) are no fault
     _p(
         "ib_port",
         r"mlx5_\d+.{0,60}(link (is )?down|port.{0,20}down|error)|\bib\d\b.{0,20}link (is )?down|"
-        r"Physical link down|NET/IB\w*\s*:\s*Got async event|IBV_EVENT_PORT_ERR",
+        r"Physical link down|IBV_EVENT_PORT_ERR|NET/IB\w*\s*:\s*Got async event\s*:"
+        r"(?!\s*(?:port active|P_Key change|SM change|client reregistration|path migrated|"
+        r"send queue drained|last WQE reached|SRQ limit reached|communication established))",
         NET,
         Blame.INFRA,
         action="check the node's InfiniBand port and cable",

@@ -24,6 +24,7 @@ recognised error in the same text outranks it.
 from __future__ import annotations
 
 import re
+import signal
 
 from correlator.taxonomy import Blame, Category, Verdict
 
@@ -66,7 +67,12 @@ _STOP = {15, 2, 1, 13}
 
 def signal_of_word(word: str) -> int | None:
     """The signal number a launcher's word for it names ("Killed", "SIGSEGV"), if any."""
-    return _WORDS.get(word.strip().lower())
+    word = word.strip()
+    if word.lower() in _WORDS:
+        return _WORDS[word.lower()]
+    # any other C name a launcher prints (Python's Signals.name: SIGQUIT, SIGUSR1), Linux numbers
+    member = signal.Signals.__members__.get(word.upper())
+    return int(member) if member is not None else None
 
 
 def decode(code: int | None, *, shell: bool = False) -> tuple[int | None, int | None]:
