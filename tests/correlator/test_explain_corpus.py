@@ -180,44 +180,26 @@ def test_validation_3_is_frozen_and_shares_no_source_with_the_other_splits() -> 
     assert _later_held_out("validation_3", 40) == VALIDATION_3_SHA256
 
 
-def test_validation_4_is_frozen_and_shares_no_source_with_the_other_splits() -> None:
-    assert _later_held_out("validation_4", 12) == VALIDATION_4_SHA256
-    # drawn together with round eight's training cases: the first half, rounded up
-    fourth = {c["source"] for c in LABELS if c["split"] == "validation_4"}
-    round8 = {c["source"] for c in LABELS if c.get("round8")}
-    assert len(fourth) == (len(fourth) + len(round8) + 1) // 2
+# Each later held-out split was drawn together with one round's training cases (the first half,
+# rounded up, of that round's sorted and shuffled sources) and frozen by its sources' hash.
+_DRAWN_WITH = {
+    "validation_4": ("round8", VALIDATION_4_SHA256),
+    "validation_5": ("round10", VALIDATION_5_SHA256),
+    "validation_6": ("round11", VALIDATION_6_SHA256),
+    "validation_7": ("round12", VALIDATION_7_SHA256),
+    "validation_8": ("round13", VALIDATION_8_SHA256),
+}
 
 
-def test_validation_5_is_frozen_and_shares_no_source_with_the_other_splits() -> None:
-    assert _later_held_out("validation_5", 12) == VALIDATION_5_SHA256
-    # drawn together with round ten's training cases: the first half, rounded up
-    fifth = {c["source"] for c in LABELS if c["split"] == "validation_5"}
-    round10 = {c["source"] for c in LABELS if c.get("round10")}
-    assert len(fifth) == (len(fifth) + len(round10) + 1) // 2
-
-
-def test_validation_6_is_frozen_and_shares_no_source_with_the_other_splits() -> None:
-    assert _later_held_out("validation_6", 12) == VALIDATION_6_SHA256
-    # drawn together with round eleven's training cases: the first half, rounded up
-    sixth = {c["source"] for c in LABELS if c["split"] == "validation_6"}
-    round11 = {c["source"] for c in LABELS if c.get("round11")}
-    assert len(sixth) == (len(sixth) + len(round11) + 1) // 2
-
-
-def test_validation_7_is_frozen_and_shares_no_source_with_the_other_splits() -> None:
-    assert _later_held_out("validation_7", 12) == VALIDATION_7_SHA256
-    # drawn together with round twelve's training cases: the first half, rounded up
-    seventh = {c["source"] for c in LABELS if c["split"] == "validation_7"}
-    round12 = {c["source"] for c in LABELS if c.get("round12")}
-    assert len(seventh) == (len(seventh) + len(round12) + 1) // 2
-
-
-def test_validation_8_is_frozen_and_shares_no_source_with_the_other_splits() -> None:
-    assert _later_held_out("validation_8", 12) == VALIDATION_8_SHA256
-    # drawn together with round thirteen's training cases: the first half, rounded up
-    eighth = {c["source"] for c in LABELS if c["split"] == "validation_8"}
-    round13 = {c["source"] for c in LABELS if c.get("round13")}
-    assert len(eighth) == (len(eighth) + len(round13) + 1) // 2
+@pytest.mark.parametrize("split", sorted(_DRAWN_WITH))
+def test_a_later_held_out_split_is_frozen_is_half_its_round_and_shares_no_source(
+    split: str,
+) -> None:
+    round_flag, digest = _DRAWN_WITH[split]
+    assert _later_held_out(split, 12) == digest
+    held = {c["source"] for c in LABELS if c["split"] == split}
+    trained = {c["source"] for c in LABELS if c.get(round_flag)}
+    assert len(held) == (len(held) + len(trained) + 1) // 2
 
 
 def _shared_tool(name: str) -> Path | None:
