@@ -368,51 +368,26 @@ def _frozen_rounds_scored_the_splits_before_their_rules(result: dict[str, Any]) 
     assert result["training_added_round9"]["n"] == len(round9) >= 24
     added = [c for c in LABELS if c.get("added_after_split")]
     assert result["training_added_after_split"]["n"] == len(added) >= 60
-    # the rules round nine left (main at 070e0da) were scored on every split, round ten's new
-    # cases included, before round ten changed any rule
-    for split in (
-        "validation",
-        "validation_3",
-        "validation_4",
-        "validation_5",
-        "training_added_round10",
-    ):
-        assert result["round9"][split]["n"] == result[split]["n"]
-    round10 = [c for c in LABELS if c.get("round10")]
-    assert result["training_added_round10"]["n"] == len(round10) >= 12
-    # the rules round ten left (main at 15b95fb) were scored on every split, round eleven's new
-    # cases included, before round eleven changed any rule
-    for split in (
-        "validation",
-        "validation_3",
-        "validation_4",
-        "validation_5",
-        "validation_6",
-        "training_added_round11",
-    ):
-        assert result["round10"][split]["n"] == result[split]["n"]
-    round11 = [c for c in LABELS if c.get("round11")]
-    assert result["training_added_round11"]["n"] == len(round11) >= 12
-    # the rules round eleven left (main at 9ea726b) were scored on every split, round twelve's new
-    # cases included, before round twelve changed any rule
-    for split in (
-        "validation",
-        "validation_3",
-        "validation_4",
-        "validation_5",
-        "validation_6",
-        "validation_7",
-        "training_added_round12",
-    ):
-        assert result["round11"][split]["n"] == result[split]["n"]
-    round12 = [c for c in LABELS if c.get("round12")]
-    assert result["training_added_round12"]["n"] == len(round12) >= 12
-    # the rules round twelve left (main at f0e5281) were scored on every split, round thirteen's
-    # new cases included, before round thirteen changed any rule
-    for split in (*HELD_OUT, "training", "training_added_round13"):
-        assert result["round12"][split]["n"] == result[split]["n"]
-    round13 = [c for c in LABELS if c.get("round13")]
-    assert result["training_added_round13"]["n"] == len(round13) >= 12
+    _later_rounds_scored_every_split_before_their_rules(result)
+
+
+# From round nine on, each frozen round (the rules of the commit named in its file) was scored on
+# these splits and on the next round's new training cases before the next round changed any rule.
+_FROZEN_BEFORE = (
+    ("round9", HELD_OUT[:4], "round10"),  # 070e0da: validation to validation_5
+    ("round10", HELD_OUT[:5], "round11"),  # 15b95fb: and validation_6
+    ("round11", HELD_OUT[:6], "round12"),  # 9ea726b: and validation_7
+    ("round12", (*HELD_OUT, "training"), "round13"),  # f0e5281: every split
+)
+
+
+def _later_rounds_scored_every_split_before_their_rules(result: dict[str, Any]) -> None:
+    """Rounds nine to twelve's frozen figures cover every split they were measured on."""
+    for frozen, splits, later in _FROZEN_BEFORE:
+        for split in (*splits, f"training_added_{later}"):
+            assert result[frozen][split]["n"] == result[split]["n"], (frozen, split)
+        cases = [c for c in LABELS if c.get(later)]
+        assert result[f"training_added_{later}"]["n"] == len(cases) >= 12
 
 
 def test_bench_explain_scores_one_split_alone_and_lists_only_training_misses() -> None:
