@@ -274,53 +274,12 @@ def test_bench_explain_keeps_the_four_figures_and_adds_splits_and_before() -> No
     result = run([])
     assert {"n", "category_accuracy", "blame_accuracy", "node_accuracy"} <= set(result)
     assert result["n"] == len(LABELS)
-    for split in (
-        "training",
-        "validation",
-        "validation_new_sources",
-        "validation_3",
-        "before",
-        "round1",
-        "round2",
-        "round3",
-        "round4",
-        "round5",
-        "validation_4",
-        "training_added_round8",
-        "round7",
-        "training_added_round9",
-        "round8",
-        "validation_5",
-        "training_added_round10",
-        "round9",
-        "validation_6",
-        "training_added_round11",
-        "round10",
-        "validation_7",
-        "training_added_round12",
-        "round11",
-        "validation_8",
-        "training_added_round13",
-        "round12",
-    ):
-        assert split in result
-    for split in (
-        "training",
-        "validation",
-        "training_added_after_split",
-        "validation_3",
-        "validation_4",
-        "training_added_round8",
-        "training_added_round9",
-        "validation_5",
-        "training_added_round10",
-        "validation_6",
-        "training_added_round11",
-        "validation_7",
-        "training_added_round12",
-        "validation_8",
-        "training_added_round13",
-    ):
+    frozen = ("before", *(f"round{i}" for i in (1, 2, 3, 4, 5, 7, 8, 9, 10, 11, 12)))
+    added = tuple(f"training_added_round{i}" for i in (8, 9, 10, 11, 12, 13))
+    scored = ("training", *HELD_OUT, "training_added_after_split", *added)
+    for split in (*scored, "validation_new_sources", *frozen):
+        assert split in result, split
+    for split in scored:
         assert set(result[split]) == {
             "n",
             "category_accuracy",
@@ -330,7 +289,7 @@ def test_bench_explain_keeps_the_four_figures_and_adds_splits_and_before() -> No
             "culprit_accuracy",
             "nothing_recognised_rate",
             "node_blame_on_user_or_oom",
-        }
+        }, split
     held_out = sum(result[split]["n"] for split in HELD_OUT)
     assert result["training"]["n"] + held_out == len(LABELS)
     _frozen_rounds_scored_the_splits_before_their_rules(result)
