@@ -35,10 +35,11 @@ def peer_host(value: str | None) -> str | None:
     """A host or address fit to be named as the culprit, else None (masked, loopback, ...)."""
     if not value:
         return None
-    host = _bare_address(value.strip())
+    value = value.strip()
+    host = _bare_address(value)
     if host is None:
-        m = _WRAP.match(value.strip())
-        host = (m.group("h") if m else value.strip()).split("%")[0]  # fe80::1%ib0 -> fe80::1
+        m = _WRAP.match(value)
+        host = (m.group("h") if m else value).split("%")[0]  # fe80::1%ib0 -> fe80::1
     if host.startswith("::ffff:"):
         host = host[len("::ffff:") :]
     if not host or "xx" in host.lower() or ".." in host or "*" in host:
