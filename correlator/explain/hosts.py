@@ -149,6 +149,10 @@ _LINE_PATTERNS: tuple[re.Pattern[str], ...] = (
     # Open MPI: "[gpu-07:10319] *** Process received signal ***", BTL "[gpu-07][[1,2],3][..."
     re.compile(r"^\s*\[(?P<h>[A-Za-z][\w.-]*):\d+\] "),
     re.compile(r"^\s*\[(?P<h>[A-Za-z0-9][\w.-]*)\]\[\[\d+,\d+\],\d+\]\["),
+    # Open MPI's BTL_PEER_ERROR before v5 (open-mpi/ompi opal/mca/btl/base/btl_base_error.h
+    # @ead2efb13683abd87fdbf1fd1775c4a71d55ca80): "%s[%s:%d:%s] from %s " with the local
+    # opal_process_info.nodename, then "to: %s " for the peer: the host after "from" logged it
+    re.compile(r"\]\[[\w.-]+\.c:\d+:\w+\] from (?P<h>[A-Za-z0-9][\w.-]*) "),
     # Open MPI's "[host:pid] " of a host whose name opens with a digit (docker's default host
     # name, the container's id "036c56dce41b"; a node named by its dashed address "10-12-3-162"):
     # Open MPI and PRRTE print it "[%s:%05d] " (opal/util/stacktrace.c, "[%s:%05d] *** Process

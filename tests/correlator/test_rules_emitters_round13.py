@@ -1,0 +1,72 @@
+"""Round thirteen: Open MPI's openib work-completion error pinned to the host that polled it.
+Every line is built from the emitter's own format string (cited in
+correlator/rules/emitters/*.json and correlator/explain/hosts.py) with made-up values, never a
+corpus case."""
+
+from __future__ import annotations
+
+import pytest
+
+from correlator.explain import explain_text
+
+# --- Open MPI openib handle_wc: BTL_PEER_ERROR "%s[%s:%d:%s] from %s " + "to: %s " + "error
+# polling %s with status %s status number %d for wr_id ... vendor error %d qp_idx %d" --------
+
+# btl_openib_component_status_to_string: (text, IBV_WC_* number)
+OPENIB_STATUSES = [
+    ("WORK REQUEST FLUSHED ERROR", 5),
+    ("LOCAL PROTOCOL ERROR", 4),
+    ("LOCAL QP OPERATION ERROR", 2),
+    ("REMOTE ACCESS ERROR", 10),
+    ("REMOTE OPERATION ERROR", 11),
+    ("RETRY EXCEEDED ERROR", 12),
+    ("RECEIVER NOT READY RETRY EXCEEDED ERROR", 13),
+    ("GENERAL ERROR", 21),
+]
+
+
+def _openib(local: str, peer: str | None, status: str, num: int, cq: str, gap: str) -> str:
+    head = f"[[4711,1],3][btl_openib_component.c:3701:handle_wc] from {local} "
+    to = f"to: {peer} " if peer else ""
+    return (
+        f"{head}{to}error polling {cq} with status {status}{gap}status number {num} "
+        f"for wr_id 7f3a1c00 opcode 128  vendor error 129 qp_idx 2"
+    )
+
+
+@pytest.mark.parametrize(("status", "num"), OPENIB_STATUSES)
+@pytest.mark.parametrize(
+    ("local", "peer", "cq", "gap"),
+    [
+        ("gpu-node-07", "gpu-node-12", "HP CQ", " "),
+        ("cn0421.cluster", None, "LP CQ", ""),  # no peer known; v4's missing space
+        ("node3", "node3", "HP CQ", " "),  # a loopback pair: both ends one host
+    ],
+)
+def test_openib_error_completion_is_pinned_to_the_polling_host(
+    status: str, num: int, local: str, peer: str | None, cq: str, gap: str
+) -> None:
+    got = explain_text(_openib(local, peer, status, num, cq, gap))
+    # RETRY EXCEEDED / REMOTE ... point past this HCA, but one line cannot tell the peer from
+    # the path to it: the polling host is the culprit, as for NCCL's completion errors
+    assert (got.category, got.blame, got.node) == ("interconnect", "infra", local)
+
+
+def test_openib_v5_peer_prefix_names_the_leading_host() -> None:
+    line = (
+        "[gpu-a][[4711,1],0][btl_openib_component.c:3701:handle_wc] peer: gpu-b "
+        "error polling LP CQ with status RETRY EXCEEDED ERRORstatus number 12 for wr_id 1 "
+        "opcode 0  vendor error 129 qp_idx 0"
+    )
+    got = explain_text(line)
+    assert (got.category, got.blame, got.node) == ("interconnect", "infra", "gpu-a")
+
+
+def test_openib_errors_from_several_hosts_against_one_peer_name_that_peer() -> None:
+    text = "\n".join(
+        _openib(h, "gpu-node-09", "RETRY EXCEEDED ERROR", 12, "HP CQ", " ")
+        for h in ("gpu-node-01", "gpu-node-02")
+    )
+    got = explain_text(text)
+    assert (got.category, got.blame) == ("interconnect", "infra")
+    assert got.node == "gpu-node-09"
