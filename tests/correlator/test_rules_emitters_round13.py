@@ -70,3 +70,42 @@ def test_openib_errors_from_several_hosts_against_one_peer_name_that_peer() -> N
     got = explain_text(text)
     assert (got.category, got.blame) == ("interconnect", "infra")
     assert got.node == "gpu-node-09"
+
+
+# --- iproute2 `rdma link`: "link %s/%u " ... "state %s " "physical_state %s " ["netdev %s "] --
+
+DOWN_PHYS = ["POLLING", "DISABLED", "LINK_ERROR_RECOVER"]
+FINE = [("ACTIVE", "LINK_UP"), ("INIT", "LINK_UP"), ("ARMED", "LINK_UP")]
+
+
+def _rdma_link(dev: str, state: str, phys: str, *, old: bool = False, json: bool = False) -> str:
+    if json:
+        return (
+            f'[{{"ifindex":3,"ifname":"{dev}","port":1,"subnet_prefix":"fe80:0000:0000:0000",'
+            f'"lid":17,"sm_lid":1,"lmc":0,"state":"{state}","physical_state":"{phys}"}}]'
+        )
+    head = f"3/1: {dev}/1: " if old else f"link {dev}/1 "
+    return (
+        f"{head}subnet_prefix fe80:0000:0000:0000 lid 17 sm_lid 1 lmc 0 "
+        f"state {state} physical_state {phys} netdev ib2 "
+    )
+
+
+@pytest.mark.parametrize("phys", DOWN_PHYS)
+@pytest.mark.parametrize("dev", ["mlx5_0", "mlx5_11", "ibp65s0"])
+@pytest.mark.parametrize("form", ["text", "old", "json"])
+def test_rdma_link_down_without_a_link_is_an_ib_port_fault(dev: str, phys: str, form: str) -> None:
+    got = explain_text(_rdma_link(dev, "DOWN", phys, old=form == "old", json=form == "json"))
+    assert (got.category, got.blame, got.node) == ("interconnect", "infra", None)
+
+
+def test_rdma_link_down_is_pinned_to_the_prompts_host() -> None:
+    text = "[root@gpu-node-05 ~]# rdma link\n" + _rdma_link("mlx5_3", "DOWN", "POLLING")
+    got = explain_text(text)
+    assert (got.category, got.blame, got.node) == ("interconnect", "infra", "gpu-node-05")
+
+
+@pytest.mark.parametrize(("state", "phys"), FINE)
+@pytest.mark.parametrize("form", ["text", "json"])
+def test_rdma_link_with_the_link_up_is_nothing_to_explain(state: str, phys: str, form: str) -> None:
+    assert explain_text(_rdma_link("mlx5_0", state, phys, json=form == "json")).category is None
