@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from collector.slurm.parse import TERMINAL_STATES, ParseError, parse_sacct_json
 from correlator.explain.hosts import clean_host, prefix_hosts
 from correlator.explain.readers_gpu import ReadResult, _event
-from timeline.models import EventKind
+from timeline.models import Event, EventKind
 
 _DASHES = re.compile(r"^[\s-]+$")
 
@@ -115,25 +115,39 @@ def _sacct_rows(
             break  # the table ended (or a state with spaces such as "CANCELLED by 0")
         state = cells[state_col].strip().split()[0] if cells[state_col].strip() else ""
         state = expand_state(state)
-        if not state or state in ("COMPLETED", "RUNNING", "PENDING"):
-            out.claimed.add(j)
+        out.claimed.add(j)
+        if not state or state in QUIET_STATES:
             continue
-        job = cells[cols["jobid"]].strip() if "jobid" in cols else None
-        node = _single_host(cells[cols["nodelist"]].strip()) if "nodelist" in cols else None
-        user = cells[cols["user"]].strip() if "user" in cols else None
-        reason = cells[cols["reason"]].strip() if "reason" in cols else None
-        exit_code = cells[cols["exitcode"]].strip() if "exitcode" in cols else None
+        cell = {k: cells[n].strip() for k, n in cols.items()}
         out.events.append(
-            _event(
-                EventKind.JOB_STATE,
+            job_state_event(
                 lines[j],
-                _state_message(state, reason, job, exit_code),
-                node=node,
-                job_id=(job or "").split(".")[0] or None,
-                payload={"state": state, "user": user or None, "scope": "sacct"},
+                state,
+                cell,
+                node=_single_host(cell.get("nodelist")),
+                scope="sacct",
             )
         )
-        out.claimed.add(j)
+
+
+# A job state that says nothing went wrong: no event (sacct's rows and scontrol's JobState=).
+QUIET_STATES = frozenset({"COMPLETED", "RUNNING", "PENDING"})
+
+
+def job_state_event(
+    raw: str, state: str, fields: dict[str, str], *, node: str | None, scope: str
+) -> Event:
+    """The JOB_STATE event of one job's state (fields: jobid, reason, exitcode, user), which
+    the scheduler rules read the same whichever Slurm tool printed it."""
+    job = fields.get("jobid") or None
+    return _event(
+        EventKind.JOB_STATE,
+        raw,
+        _state_message(state, fields.get("reason"), job, fields.get("exitcode")),
+        node=node,
+        job_id=(job or "").split(".")[0] or None,
+        payload={"state": state, "user": fields.get("user") or None, "scope": scope},
+    )
 
 
 def read_sacct_json(text: str) -> ReadResult:
@@ -144,7 +158,7 @@ def read_sacct_json(text: str) -> ReadResult:
     except ParseError:
         return out  # not sacct JSON: the other readers get the text
     for rec in records:
-        if rec.state in ("COMPLETED", "RUNNING", "PENDING"):
+        if rec.state in QUIET_STATES:
             continue
         node = rec.nodes[0] if len(rec.nodes) == 1 else None
         summary = {

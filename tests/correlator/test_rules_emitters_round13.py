@@ -109,3 +109,64 @@ def test_rdma_link_down_is_pinned_to_the_prompts_host() -> None:
 @pytest.mark.parametrize("form", ["text", "json"])
 def test_rdma_link_with_the_link_up_is_nothing_to_explain(state: str, phys: str, form: str) -> None:
     assert explain_text(_rdma_link("mlx5_0", state, phys, json=form == "json")).category is None
+
+
+# --- scontrol show job: "JobState=%s Reason=%s Dependency=%s", "ExitCode=%u:%u" ---------------
+
+# job_state_string's words, with a reason and exit code scontrol prints beside them
+SCONTROL_STATES = [
+    ("TIMEOUT", "None", "0:15"),
+    ("NODE_FAIL", "None", "0:0"),
+    ("OUT_OF_MEMORY", "OutOfMemory", "0:125"),
+    ("FAILED", "NonZeroExitCode", "1:0"),
+    ("FAILED", "None", "0:9"),
+    ("CANCELLED", "None", "0:15"),
+    ("PREEMPTED", "None", "0:15"),
+    ("BOOT_FAIL", "None", "0:0"),
+    ("DEADLINE", "DeadLine", "0:0"),
+    ("REQUEUED", "launch_failed_requeued_held", "0:0"),
+]
+
+
+def _scontrol(state: str, reason: str, exit_code: str, node: str, *, one_line: bool) -> str:
+    fields = [
+        "JobId=4242 JobName=train.sh",
+        "UserId=alice(1000) GroupId=alice(1000) MCS_label=N/A",
+        f"JobState={state} Reason={reason} Dependency=(null)",
+        f"Requeue=1 Restarts=0 BatchFlag=1 Reboot=0 ExitCode={exit_code}",
+        f"NodeList={node}",
+    ]
+    return " ".join(fields) if one_line else "\n".join("   " + f for f in fields)
+
+
+def _sacct(state: str, reason: str, exit_code: str, node: str) -> str:
+    cut = state[:9] + "+" if len(state) > 10 else state  # sacct's 10-wide State column
+    return "\n".join(
+        [
+            "JobID           State ExitCode        NodeList     Reason",
+            "------------ ---------- -------- --------------- ----------",
+            f"4242         {cut} {exit_code} {node} {reason}",
+        ]
+    )
+
+
+@pytest.mark.parametrize(("state", "reason", "exit_code"), SCONTROL_STATES)
+@pytest.mark.parametrize("one_line", [False, True])
+def test_scontrol_job_state_reads_as_sacct_reads_the_same_state(
+    state: str, reason: str, exit_code: str, one_line: bool
+) -> None:
+    got = explain_text(_scontrol(state, reason, exit_code, "gpu-node-3", one_line=one_line))
+    want = explain_text(_sacct(state, reason, exit_code, "gpu-node-3"))
+    assert want.category is not None
+    assert (got.category, got.blame, got.node) == (want.category, want.blame, want.node)
+
+
+def test_scontrol_timeout_is_the_jobs_own_time_limit() -> None:
+    got = explain_text("$ scontrol show job 26\nJobState=TIMEOUT Reason=None\nExitCode=0:0")
+    assert (got.category, got.blame, got.node) == ("scheduler", "job", None)
+
+
+@pytest.mark.parametrize("state", ["COMPLETED", "RUNNING", "PENDING"])
+def test_scontrol_job_that_is_fine_is_nothing_to_explain(state: str) -> None:
+    text = _scontrol(state, "None", "0:0", "gpu-node-3", one_line=False)
+    assert explain_text(text).category is None
