@@ -13,7 +13,7 @@ import re
 from collector.health import SourceHealth
 from collector.parse.joblog import parse_job_text, with_label
 from collector.parse.kernel import parse_kernel_text
-from correlator.explain.hosts import clean_host, host_in_line, prefix_hosts
+from correlator.explain.hosts import clean_host, host_in_line, logentry_hosts, prefix_hosts
 from correlator.explain.readers_gpu import (
     ReadResult,
     _event,
@@ -237,7 +237,9 @@ def read_delivered(text: str) -> tuple[list[Event], list[str], Delivered]:
     rest = "\n".join("" if i in structured.claimed else ln for i, ln in enumerate(bare))
     parsed = _verbatim(_parsed(rest), verbatim)
     covered = {raw.strip() for ev in parsed for raw in (ev.raw or "").splitlines()}
-    hints = _with_delivery_hosts(lines, context_hosts(lines), delivered.hosts)
+    # a table row's or describe block's host, else the Cloud Logging record's the line is in
+    context = [c or e for c, e in zip(context_hosts(lines), logentry_hosts(lines), strict=True)]
+    hints = _with_delivery_hosts(lines, context, delivered.hosts)
     skip = structured.claimed | {
         i
         for i, (a, b) in enumerate(zip(bare, lines, strict=True))

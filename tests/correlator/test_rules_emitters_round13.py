@@ -1,9 +1,11 @@
-"""Round thirteen: Open MPI's openib work-completion error pinned to the host that polled it.
-Every line is built from the emitter's own format string (cited in
-correlator/rules/emitters/*.json and correlator/explain/hosts.py) with made-up values, never a
-corpus case."""
+"""Round thirteen: Open MPI's openib work-completion errors, `rdma link` ports down, scontrol's
+JobState= and Cloud Logging records' hosts. Every line is built from the emitter's own format
+string (cited in correlator/rules/emitters/*.json, correlator/explain/hosts.py and
+correlator/explain/readers_scontrol.py) with made-up values, never a corpus case."""
 
 from __future__ import annotations
+
+import json
 
 import pytest
 
@@ -170,3 +172,40 @@ def test_scontrol_timeout_is_the_jobs_own_time_limit() -> None:
 def test_scontrol_job_that_is_fine_is_nothing_to_explain(state: str) -> None:
     text = _scontrol(state, "None", "0:0", "gpu-node-3", one_line=False)
     assert explain_text(text).category is None
+
+
+# --- Cloud Logging LogEntry: "labels" {"compute.googleapis.com/resource_name"}, "resource" -----
+
+KERNEL_OOM = "[  123.456789] python3 invoked oom-killer: gfp_mask=0x100cca(GFP_HIGHUSER_MOVABLE)"
+
+
+def _entry(resource: dict[str, object], labels: dict[str, str], *, pretty: bool) -> str:
+    rec = {
+        "textPayload": KERNEL_OOM + "\r\n",
+        "insertId": "1a2b",
+        "resource": resource,
+        "timestamp": "2024-05-01T10:00:00.000000Z",
+        "labels": labels,
+        "logName": "projects/p/logs/serialconsole.googleapis.com%2Fserial_port_1_output",
+    }
+    return json.dumps([rec], indent=2) if pretty else json.dumps(rec)
+
+
+GCE = {"type": "gce_instance", "labels": {"instance_id": "4616395539098064229", "zone": "z"}}
+K8S_NODE = {"type": "k8s_node", "labels": {"cluster_name": "c", "node_name": "gke-c-pool-7f2a"}}
+
+
+@pytest.mark.parametrize("pretty", [True, False])
+@pytest.mark.parametrize(
+    ("resource", "labels", "node"),
+    [
+        (GCE, {"compute.googleapis.com/resource_name": "gke-c-pool-1-9x2d"}, "gke-c-pool-1-9x2d"),
+        (K8S_NODE, {}, "gke-c-pool-7f2a"),
+        (GCE, {}, None),  # instance_id is a number, not a host
+    ],
+)
+def test_a_cloud_logging_record_names_its_node(
+    resource: dict[str, object], labels: dict[str, str], node: str | None, pretty: bool
+) -> None:
+    got = explain_text(_entry(resource, labels, pretty=pretty))
+    assert (got.category, got.blame, got.node) == ("oom_host", "job", node)
