@@ -151,7 +151,13 @@ def first_links(
     cascade), so it is a later link of the chain, not the first. When every peer is seen so (a
     pair of hosts, each with ranks that lost the other's), the peers are kept as named and the
     counts decide."""
-    pairs = [(_as_named(f.verdict.culprit, hosts), f) for f in named if f.verdict.culprit]
+    # a peer named by address is the host whose own init line shows that interface, so lines
+    # naming it by address and by name count as one peer
+    pairs = [
+        (addresses.get(p.lower()) or p, f)
+        for f in named
+        if f.verdict.culprit and (p := _as_named(f.verdict.culprit, hosts))
+    ]
 
     def host(peer: str) -> str:  # a peer named by address, as the host that owns it
         return addresses.get(peer.lower(), peer).lower()

@@ -1,0 +1,62 @@
+"""The culprit of a composed multi-host log (culprit_compose.py): the host whose own line shows
+the fault or the peer its victims name, across naming conventions, delivery prefixes, numbers
+of victims and where the culprit's lines stand; never a host that only timed out."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from correlator.explain import explain_text
+from tests.correlator.culprit_compose import (
+    FAULTS,
+    NAMERS,
+    Composition,
+    benign_beside_timeouts,
+    compose,
+    timeouts_only,
+)
+
+_CONVENTIONS = sorted(NAMERS)
+
+
+def _cases() -> list[pytest.ParameterSet]:
+    rng = random.Random(20261128)
+    out = []
+    for fault in sorted(FAULTS):
+        for conv in _CONVENTIONS:
+            for _ in range(2):
+                victims, where = (
+                    rng.choice((1, 2, 3, 5, 7)),
+                    rng.choice(("first", "middle", "last")),
+                )
+                seed = rng.randrange(1 << 30)
+                key = f"{fault}-{conv}-{victims}v-{where}-{seed}"
+                out.append(pytest.param(fault, conv, victims, where, seed, id=key))
+    return out
+
+
+def _check(got_text: Composition) -> None:
+    got = explain_text(got_text.text)
+    assert (got.category, got.blame) == got_text.want, got_text.text
+    assert got.node == got_text.culprit, got_text.text
+
+
+@pytest.mark.parametrize(("fault", "conv", "victims", "where", "seed"), _cases())
+def test_the_culprit_is_the_faulty_host_however_many_hosts_timed_out_around_it(
+    fault: str, conv: str, victims: int, where: str, seed: int
+) -> None:
+    _check(compose(fault, conv, victims, where, seed))
+
+
+@pytest.mark.parametrize("conv", _CONVENTIONS)
+@pytest.mark.parametrize("victims", [1, 3, 8])
+def test_hosts_that_only_timed_out_name_no_culprit(conv: str, victims: int) -> None:
+    _check(timeouts_only(conv, victims, seed=victims))
+
+
+@pytest.mark.parametrize("conv", _CONVENTIONS)
+@pytest.mark.parametrize("seed", [1, 2])
+def test_a_bystanders_informational_line_makes_it_no_culprit(conv: str, seed: int) -> None:
+    _check(benign_beside_timeouts(conv, 3, seed))
