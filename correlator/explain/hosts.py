@@ -245,9 +245,15 @@ def _pdsh_host(line: str) -> str | None:
 _MIN_LOGGED = 20  # characters a host's line carries after its prefix, to count as a log line
 
 
+# A node pool's random instance suffix: GKE's "-dpv7" (4 characters), AKS's "vmss" + base-36,
+# EC2 Auto Scaling names and Kubernetes' generated pod names ("-5xq2k"): short, letters and digits
+_SUFFIX = re.compile(r"-[a-z0-9#]{1,6}$")
+
+
 def _stem(host: str) -> str:
-    """A host name's shape with its numbers blanked: gpu-02 and gpu-17 share "gpu-#"."""
-    return re.sub(r"\d+", "#", host.lower())
+    """A host name's shape with its numbers and pool suffix blanked: gpu-02 and gpu-17 share
+    "gpu-*", gke-pool-3f1a-dpv7 and gke-pool-3f1a-z35x share "gke-pool-#f#a-*"."""
+    return _SUFFIX.sub("-*", re.sub(r"\d+", "#", host.lower()))
 
 
 def prefix_hosts(lines: list[str]) -> list[str | None]:

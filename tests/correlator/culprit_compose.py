@@ -32,6 +32,7 @@ The cited sources are those quoted in emitter_probe.py and the rule families (sa
 from __future__ import annotations
 
 import random
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -42,11 +43,14 @@ _WD = (
     "collective operation timeout: WorkNCCL(SeqNum=100, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, "
     "Timeout(ms)=600000) ran for 600008 milliseconds before timing out."
 )
-# How a host's program lines reach the log: pdsh's "host: " (pdsh/src/pdsh/dsh.c), or
-# journald's syslog head for the program (h: the host, r: a rank, s: seconds)
+# How a host's program lines reach the log: pdsh's "host: " (pdsh/src/pdsh/dsh.c), journald's
+# syslog head for the program, or `kubectl logs --prefix` (h: the host, r: a rank, s: seconds).
+# kubectl's prefix is read as the line's host (collector/parse/delivery.py KUBE_PREFIX); a pod's
+# name is a DNS-1123 subdomain, so it delivers only hosts named so.
 DELIVERY: dict[str, str] = {
     "pdsh": "{h}: ",
     "journald": "Mar  1 10:10:{s:02d} {h} python[4{r}21]: ",
+    "kubectl_prefix": "[pod/{h}/pytorch] ",
 }
 # What a victim host's program prints while it waits for the culprit
 VICTIM_LINES: dict[str, str] = {
@@ -143,10 +147,14 @@ def _hosts(convention: str, n: int, rng: random.Random) -> list[str]:
     return [short(start + i) for i in range(n)]
 
 
+_POD_NAME = re.compile(r"[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?")
+
+
 def _victim_lines(victims: list[str], rng: random.Random) -> tuple[list[str], str]:
     """Each victim's timeout (one body, one delivery for the whole log), and that delivery."""
     body = VICTIM_LINES[rng.choice(sorted(VICTIM_LINES))]
-    delivery = DELIVERY[rng.choice(sorted(DELIVERY))]
+    pods = all(_POD_NAME.fullmatch(v) for v in victims)
+    delivery = DELIVERY[rng.choice([d for d in sorted(DELIVERY) if pods or d != "kubectl_prefix"])]
     out = []
     for i, v in enumerate(victims):
         out.append((delivery + body).format(h=v, r=i + 1, s=10 + i))

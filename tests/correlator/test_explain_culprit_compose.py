@@ -60,3 +60,20 @@ def test_hosts_that_only_timed_out_name_no_culprit(conv: str, victims: int) -> N
 @pytest.mark.parametrize("seed", [1, 2])
 def test_a_bystanders_informational_line_makes_it_no_culprit(conv: str, seed: int) -> None:
     _check(benign_beside_timeouts(conv, 3, seed))
+
+
+def test_pdsh_hosts_of_one_node_pool_with_random_suffixes_are_one_name_shape() -> None:
+    # GKE's pool names end in a random 4-character suffix: each host writes one line here
+    pool = "gke-prod-gpu-pool-3f1a2b9c-"
+    text = (
+        f"{pool}dpv7: [rank3]: RuntimeError: CUDA error: an illegal memory access was encountered\n"
+        f"{pool}ssss: [rank1]:[E301 ProcessGroupNCCL.cpp:616] [Rank 1] Watchdog caught collective"
+        " operation timeout: WorkNCCL(SeqNum=9, OpType=ALLREDUCE) ran for 600008 milliseconds\n"
+        f"{pool}z35x: [rank2]:[E301 ProcessGroupNCCL.cpp:616] [Rank 2] Watchdog caught collective"
+        " operation timeout: WorkNCCL(SeqNum=9, OpType=ALLREDUCE) ran for 600008 milliseconds\n"
+    )
+    got = explain_text(text)
+    assert (got.category, got.blame, got.node) == ("user_code", "job", pool + "dpv7")
+    # a key: value dump of names alike is still no host
+    dump = "".join(f"layer-{i}: 0.{i}\n" for i in range(1, 5))
+    assert explain_text(dump + text.splitlines()[0].split(": ", 1)[1] + "\n").node is None
