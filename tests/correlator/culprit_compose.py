@@ -2,8 +2,9 @@
 
 Each composition puts one culprit's fault line (or the lines other hosts print about it) among
 the timeouts of 1 to 7 victim hosts, with the hosts named by one of host_rename's conventions,
-each host's lines delivered through a real prefix (pdsh's "host: ", journald's syslog head), and
-the culprit's lines first, in the middle or last in the text. The rule of issue #11: the
+each host's program lines delivered through a real prefix (pdsh's "host: ", journald's syslog
+head, kubectl's "[pod/NAME/CONTAINER] "), and the culprit's lines first, in the middle or last
+in the text. The rule of issue #11: the
 culprit is the host whose own line shows the fault or the peer the others name, never a host
 that only printed a timeout; with only timeouts there is no culprit.
 
@@ -65,6 +66,31 @@ _SIGTERM = (
     "W0301 10:10:{s:02d}.123000 140 torch/distributed/elastic/multiprocessing/api.py:897] "
     "Sending process 4{r}21 closing signal SIGTERM"
 )
+_ELASTIC = (
+    "\n".join(
+        "{p}" + line
+        for line in (
+            "torch.distributed.elastic.multiprocessing.errors.ChildFailedError:",
+            "=" * 60,
+            "train.py FAILED",
+            "-" * 60,
+            "Failures:",
+            "  <NO_OTHER_FAILURES>",
+            "-" * 60,
+            "Root Cause (first observed failure):",
+            "[0]:",
+            "  time      : 2025-03-01_10:00:05",
+            "  host      : {c}",
+            "  rank      : 3 (local_rank: 3)",
+            "  exitcode  : {code} (pid: 14750)",
+            "  error_file: <N/A>",
+            "  traceback : {sig} received by PID 14750",
+            "=" * 60,
+        )
+    )
+    .replace("{p}", "{{p}}")
+    .replace("{c}", "{{c}}")
+)
 _XID = "Mar  1 10:00:05 {c} kernel: NVRM: Xid (PCI:0000:3b:00): {xid}, pid=1234, name=python, "
 
 
@@ -122,6 +148,20 @@ FAULTS: dict[str, Fault] = {
         "{c}:2311:2311 [0] NCCL INFO NET/Socket : Using [0]eth0:{ip}<0>",
         "{q}RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:598] Connection "
         "closed by peer [{ip}]:8594", ("interconnect", "unknown")),
+    "xid31": Fault(_XID.format(c="{c}", xid=31) + "Ch 00000008, intr 00000000. MMU Fault: ENGINE "
+                   "GRAPHICS GPCCLIENT_T1_0 faulted @ 0x7f00_00000000. Fault is of type "
+                   "FAULT_PDE ACCESS_TYPE_VIRT_READ", "", ("user_code", "job")),
+    "nccl_recv_reset": Fault("", "{v}:2311:2390 [0] misc/socket.cc:538 NCCL WARN "
+                             "socketProgressOpt: Call to recv from {c}<36219> failed : "
+                             "Connection reset by peer", ("interconnect", "unknown")),
+    # the culprit's own ranks time out too once its GPU is gone: it is still the culprit
+    "xid79_and_own_timeout": Fault(
+        _XID.format(c="{c}", xid=79) + "GPU has fallen off the bus.\n{p}" + _WD.format(r=9, s=20),
+        "",
+        ("gpu_hardware", "node")),
+    # torchrun's summary on the culprit's own agent: its rank was SIGKILLed (the signal reasoner)
+    "elastic_sigkill": Fault(_ELASTIC.format(code=-9, sig="Signal 9 (SIGKILL)"), "",
+                             ("oom_host", "unknown")),
 }  # fmt: skip
 
 
