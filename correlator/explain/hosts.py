@@ -269,8 +269,14 @@ def prefix_hosts(lines: list[str]) -> list[str | None]:
             # a key: value dump ("layer1: 0.5", "layer2: 0.7") is not several hosts' log lines
             if len(line) - len(h) - 2 >= _MIN_LOGGED:
                 stems.setdefault(_stem(h), set()).add(h.lower())
-    return [
+    kept = [
         h if h and (counts[h] >= 2 or len(stems.get(_stem(h), ())) >= 2) else None for h in found
+    ]
+    # a known host's indented lines ("gpu-07:     ECC Errors" of `nvidia-smi -q`) are its too
+    known = {f"{h}: ": h for h in kept if h}
+    return [
+        h or next((k for p, k in known.items() if line.startswith(p)), None)
+        for h, line in zip(kept, lines, strict=True)
     ]
 
 

@@ -176,15 +176,56 @@ def _attach_hosts(
         ev.node = clean_host(host) or host_in_line(first) or (hints[at] if at is not None else None)
 
 
-def unprefixed(lines: list[str]) -> list[str]:
+def unprefixed(lines: list[str], found: list[str | None] | None = None) -> list[str]:
     """The lines without the "host: " prefix pdsh/clush (DeepSpeed's multinode runner) puts in
-    front of each remote line, where prefix_hosts found one: the job-log parser's multi-line
-    blocks (a ChildFailedError table, "Last error:") start at the line's own beginning."""
+    front of each remote line, where prefix_hosts found one (`found`, if already known): the
+    job-log parser's multi-line blocks (a ChildFailedError table, "Last error:") start at the
+    line's own beginning."""
     # a known prefix host's indented lines ("gpu-01:   time      : ...") count too
-    known = sorted({f"{h}: " for h in prefix_hosts(lines) if h}, key=len, reverse=True)
+    found = prefix_hosts(lines) if found is None else found
+    known = sorted({f"{h}: " for h in found if h}, key=len, reverse=True)
     if not known:
         return lines
     return [next((ln[len(p) :] for p in known if ln.startswith(p)), ln) for ln in lines]
+
+
+def streams(keys: list[str | None], lines: list[str]) -> list[int] | None:
+    """The line indices with each delivered stream's lines together (streams in order of first
+    appearance, each in its own order), or None when the text is one stream. pdsh, kubectl
+    --prefix and Open MPI's tags interleave whole lines of several hosts, so another host's
+    line (or a pasted one that no delivery names) can fall inside one host's multi-line record
+    (a torchrun ChildFailedError table), which the job-log parser would read as part of it. A
+    blank or indented line that no delivery names stays with the stream before it (it may end
+    or continue a record); other such lines are one stream of their own."""
+    if not any(keys):
+        return None
+    key: list[str] = []
+    for k, line in zip(keys, lines, strict=True):
+        tail = not line.strip() or line[:1].isspace()
+        key.append(k.lower() if k else (key[-1] if key and tail else ""))
+    if len(set(key)) < 2:
+        return None
+    first: dict[str, int] = {}
+    for i, k in enumerate(key):
+        first.setdefault(k, i)
+    return sorted(range(len(lines)), key=lambda i: (first[key[i]], i))
+
+
+def _parsed_by_stream(rest: list[str], keys: list[str | None]) -> list[Event]:
+    """_parsed over each delivered stream's lines together, the events in reading order."""
+    order = streams(keys, rest)
+    if order is None:
+        return _parsed("\n".join(rest))
+    events = _parsed("\n".join(rest[i] for i in order))
+    at: dict[str, int] = {}
+    for i, line in enumerate(rest):
+        at.setdefault(line.strip(), i)
+
+    def first_line(ev: Event) -> int:
+        raw = (ev.raw or ev.message or "").strip().split("\n", 1)[0].strip()
+        return at.get(raw, len(rest))
+
+    return sorted(events, key=first_line)
 
 
 def _with_delivery_hosts(
@@ -231,11 +272,14 @@ def read_delivered(text: str) -> tuple[list[Event], list[str], Delivered]:
     lines = delivered.lines
     if delivered.verbatim:  # read what the emitters wrote, not the delivery around it
         text = "\n".join(lines)
-    structured = _structured(text, lines)
-    source = unprefixed(lines)
+    found = prefix_hosts(lines)
+    source = unprefixed(lines, found)
+    # a tool's output delivered through pdsh ("gpu-07: ECC Errors") is read without the prefix
+    structured = _structured(text, source)
     bare, verbatim = joined_rests(source)
-    rest = "\n".join("" if i in structured.claimed else ln for i, ln in enumerate(bare))
-    parsed = _verbatim(_parsed(rest), verbatim)
+    rest = ["" if i in structured.claimed else ln for i, ln in enumerate(bare)]
+    keys = [p or d for p, d in zip(found, delivered.hosts, strict=True)]
+    parsed = _verbatim(_parsed_by_stream(rest, keys), verbatim)
     covered = {raw.strip() for ev in parsed for raw in (ev.raw or "").splitlines()}
     # a table row's or describe block's host, else the Cloud Logging record's the line is in
     context = [c or e for c, e in zip(context_hosts(lines), logentry_hosts(lines), strict=True)]

@@ -17,6 +17,12 @@ from tests.correlator.culprit_compose import (
     compose,
     timeouts_only,
 )
+from tests.correlator.culprit_compose_more import (
+    MORE_FAULTS,
+    _smi_ecc,
+    compose_more,
+    timeouts_and_teardown,
+)
 
 _CONVENTIONS = sorted(NAMERS)
 
@@ -77,3 +83,60 @@ def test_pdsh_hosts_of_one_node_pool_with_random_suffixes_are_one_name_shape() -
     # a key: value dump of names alike is still no host
     dump = "".join(f"layer-{i}: 0.{i}\n" for i in range(1, 5))
     assert explain_text(dump + text.splitlines()[0].split(": ", 1)[1] + "\n").node is None
+
+
+def _more_cases() -> list[pytest.ParameterSet]:
+    # every new fault under every convention; each earlier fault under three, through the new
+    # deliveries and with the victims' early lines, teardown and own torchrun tables
+    rng = random.Random(20261129)
+    out = []
+    for fault in sorted({**FAULTS, **MORE_FAULTS}):
+        convs = _CONVENTIONS if fault in MORE_FAULTS else rng.sample(_CONVENTIONS, 3)
+        for conv in convs:
+            victims, where = rng.choice((1, 2, 3, 5, 7)), rng.choice(("first", "middle", "last"))
+            seed = rng.randrange(1 << 30)
+            key = f"{fault}-{conv}-{victims}v-{where}-{seed}"
+            out.append(pytest.param(fault, conv, victims, where, seed, id=key))
+    return out
+
+
+@pytest.mark.parametrize(("fault", "conv", "victims", "where", "seed"), _more_cases())
+def test_the_culprit_is_found_through_every_delivery_and_the_victims_teardown(
+    fault: str, conv: str, victims: int, where: str, seed: int
+) -> None:
+    _check(compose_more(fault, conv, victims, where, seed))
+
+
+@pytest.mark.parametrize("conv", _CONVENTIONS)
+@pytest.mark.parametrize("victims", [2, 6])
+def test_timeouts_with_each_victims_own_abort_and_teardown_name_no_culprit(
+    conv: str, victims: int
+) -> None:
+    _check(timeouts_and_teardown(conv, victims, seed=victims))
+
+
+def test_another_hosts_line_inside_a_victims_torchrun_table_is_read_alone() -> None:
+    table = (
+        "torch.distributed.elastic.multiprocessing.errors.ChildFailedError:\n" + "=" * 60 + "\n"
+        "train.py FAILED\nRoot Cause (first observed failure):\n[0]:\n"
+        "  time      : 2025-03-01_10:10:20\n  host      : gpu-03\n"
+        "  rank      : 1 (local_rank: 1)\n  exitcode  : -6 (pid: 14750)\n"
+        "  traceback : Signal 6 (SIGABRT) received by PID 14750\n" + "=" * 60
+    ).split("\n")
+    closed = (
+        "gpu-02:2311:2390 [0] misc/socket.cc:58 NCCL WARN socketProgress: Connection closed by "
+        "remote peer gpu-07<40213>"
+    )
+    lines = [f"gpu-03: {ln}" for ln in table]
+    for pasted in (closed, f"gpu-02: {closed}"):
+        got = explain_text("\n".join([*lines[:4], pasted, *lines[4:]]) + "\n")
+        assert (got.category, got.blame, got.node) == ("interconnect", "unknown", "gpu-07")
+
+
+def test_nvidia_smi_q_through_pdsh_is_read_and_names_its_host() -> None:
+    watchdog = (
+        "gpu-02: [rank1]:[E301 ProcessGroupNCCL.cpp:616] [Rank 1] Watchdog caught collective "
+        "operation timeout: WorkNCCL(SeqNum=9, OpType=ALLREDUCE) ran for 600008 milliseconds\n"
+    )
+    got = explain_text(watchdog * 2 + _smi_ecc("gpu-07") + "\n")
+    assert (got.category, got.blame, got.node) == ("gpu_hardware", "node", "gpu-07")
