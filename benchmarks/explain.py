@@ -27,10 +27,12 @@ cases, measured before round ten changed any rule (benchmarks/explain_round9.jso
 corpus with round eleven's new cases, measured before round eleven changed any rule
 (benchmarks/explain_round10.json), "round11": the figures the rules round eleven left
 (main at 9ea726b) scored on every split of the corpus with round twelve's new cases, measured
-before round twelve changed any rule (benchmarks/explain_round11.json), and "round12": the
+before round twelve changed any rule (benchmarks/explain_round11.json), "round12": the
 figures the rules round twelve left (main at f0e5281) scored on every split of the corpus with
 round thirteen's new cases, measured before round thirteen changed any rule
-(benchmarks/explain_round12.json).
+(benchmarks/explain_round12.json), and "round13": the figures the rules round thirteen left
+(main at 02b7fc8) scored on every split of the corpus, measured before round fourteen changed
+any rule (benchmarks/explain_round13.json).
 "validation_3": a second held-out split gathered in round three from sources no other case
 uses, labelled and scored with round two's rules before any rule of round three was written;
 "validation_4": a third one, gathered in round eight from sources no other case uses, labelled
@@ -75,6 +77,7 @@ ROUND9 = Path(__file__).resolve().parent / "explain_round9.json"
 ROUND10 = Path(__file__).resolve().parent / "explain_round10.json"
 ROUND11 = Path(__file__).resolve().parent / "explain_round11.json"
 ROUND12 = Path(__file__).resolve().parent / "explain_round12.json"
+ROUND13 = Path(__file__).resolve().parent / "explain_round13.json"
 _SPLITS = (
     "training",
     "validation",
@@ -246,6 +249,7 @@ def run(argv: list[str]) -> dict[str, Any]:
             ("round10", ROUND10),
             ("round11", ROUND11),
             ("round12", ROUND12),
+            ("round13", ROUND13),
         )
         for key, path in frozen:
             if path.exists():
