@@ -5,8 +5,8 @@ Top level (whole corpus, as before): {"n", "category_accuracy", "blame_accuracy"
 "validation_new_sources": validation cases whose source is not one of the original 92 cases';
 "training_added_after_split": the training cases issue #11's later rounds added,
 "training_added_round3" / "_round4" / "_round5" / "_round8" / "_round9" / "_round10" /
-"_round11" / "_round12" / "_round13": those of the third / fourth / fifth / eighth / ninth /
-tenth / eleventh / twelfth / thirteenth round alone),
+"_round11" / "_round12" / "_round13" / "_round14": those of the third / fourth / fifth / eighth /
+ninth / tenth / eleventh / twelfth / thirteenth / fourteenth round alone),
 "before":
 the frozen figures the rules scored before issue #11 changed any rule, "round1": the
 figures round one of issue #11 left (benchmarks/explain_round1.json), "round2": the figures
@@ -31,8 +31,8 @@ before round twelve changed any rule (benchmarks/explain_round11.json), "round12
 figures the rules round twelve left (main at f0e5281) scored on every split of the corpus with
 round thirteen's new cases, measured before round thirteen changed any rule
 (benchmarks/explain_round12.json), and "round13": the figures the rules round thirteen left
-(main at 02b7fc8) scored on every split of the corpus, measured before round fourteen changed
-any rule (benchmarks/explain_round13.json).
+(main at 02b7fc8) scored on every split of the corpus with round fourteen's new cases, measured
+before round fourteen changed any rule (benchmarks/explain_round13.json).
 "validation_3": a second held-out split gathered in round three from sources no other case
 uses, labelled and scored with round two's rules before any rule of round three was written;
 "validation_4": a third one, gathered in round eight from sources no other case uses, labelled
@@ -44,7 +44,9 @@ and scored with the rules of 15b95fb before any rule of round eleven was written
 "validation_7": a sixth one, gathered in round twelve from sources no other case uses, labelled
 and scored with the rules of 9ea726b before any rule of round twelve was written;
 "validation_8": a seventh one, gathered in round thirteen from sources no other case uses,
-labelled and scored with the rules of f0e5281 before any rule of round thirteen was written.
+labelled and scored with the rules of f0e5281 before any rule of round thirteen was written;
+"validation_9": an eighth one, gathered in round fourteen from sources no other case uses,
+labelled and scored with the rules of 02b7fc8 before any rule of round fourteen was written.
 
 Per split: culprit_accuracy (the node, over cases whose label names one), nothing_recognised_rate
 (cases with a failure to explain where explain recognised nothing), node_blame_on_user_or_oom
@@ -87,6 +89,7 @@ _SPLITS = (
     "validation_6",
     "validation_7",
     "validation_8",
+    "validation_9",
 )
 _JOB_TRUTH = {"user_code", "oom_host", "oom_gpu"}
 
@@ -158,6 +161,7 @@ _ROUNDS = (
     "round11",
     "round12",
     "round13",
+    "round14",
 )
 # The groups reported, in this order, when they have cases.
 _GROUPS = (
@@ -172,6 +176,7 @@ _GROUPS = (
     "validation_6",
     "validation_7",
     "validation_8",
+    "validation_9",
 )
 
 

@@ -54,6 +54,10 @@ VALIDATION_7_SHA256 = "862dbc56b9887ac729b4ea77035a47b558bb8b2dbc15ada7ea195b1de
 # rounded up, of the sorted new sources after random.Random(16).shuffle, drawn before any rule of
 # round thirteen and scored once with the rules of f0e5281): never move a case in or out.
 VALIDATION_8_SHA256 = "29fc1c8a54ba10574aa86cba94a430b53451d6c8c92ff4131fadb95476fad354"
+# sha256 of the sorted validation_9 sources (round fourteen's held-out split: the first half of
+# the 20 sorted new sources after random.Random(18).shuffle, drawn before any rule of round
+# fourteen and scored once with the rules of 02b7fc8): never move a case in or out.
+VALIDATION_9_SHA256 = "3009ecbaeee0b1515da785964e3c98b1e5a70e6e933d6a0eb1b73dddeb68fd02"
 HELD_OUT = (
     "validation",
     "validation_3",
@@ -62,6 +66,7 @@ HELD_OUT = (
     "validation_6",
     "validation_7",
     "validation_8",
+    "validation_9",
 )
 # A bare SIGBUS: the signal reasoner (correlator/rules/signals.py) reads it as /dev/shm too small
 # (oom_host) and leaves blame unknown, since a hardware memory error (BUS_MCEERR) also ends a
@@ -87,9 +92,31 @@ ROUND12_OPEN: set[str] = set()
 # read as sacct's state) and 637 (a Cloud Logging record's node) are covered by r13-rules-b
 # (tests/correlator/test_rules_emitters_round13.py).
 ROUND13_OPEN: set[str] = set()
+# Round fourteen's new training cases that the rules of 02b7fc8 get wrong, each with the reason:
+# they were written before any rule that covers them (strict: a case that starts passing must
+# leave this set).
+ROUND14_OPEN: dict[str, str] = {
+    "640_ray-train-node-10-128-0-103-marked-dead-missed-heartbeats-actor-died.txt": (
+        "Ray's 'The node with node id: ... and ip: H has been marked dead because the detector "
+        "has missed too many heartbeats' is recognised as nothing (the label: a lost node, H)"
+    ),
+    "641_ray-0-6-node-client-id-marked-dead-monitor-missed-heartbeats-raygeterror.txt": (
+        "Ray 0.6's 'The node with client ID ... has been marked dead because the monitor has "
+        "missed too many heartbeats' is read as user_code/job from the RayGetError after it"
+    ),
+    "648_knet-slurmstepd-prefixed-oom-kill-event-srun-gpu20-15-out-of-memory.txt": (
+        "oom_host/job is right, but 'srun: error: gpu20-15: task 0: Out Of Memory' after a "
+        "'slurmstepd-gpu20-15:' oom-kill line names no culprit (the label: gpu20-15)"
+    ),
+    "656_prte-lost-communication-remote-daemon-nid002944-to-nid003032-prterun-exited.txt": (
+        "PRRTE's 'PRTE has lost communication with a remote daemon' (ORTE's wording renamed) is "
+        "not read as a lost daemon: prterun's 'exiting improperly' makes it user_code/job"
+    ),
+}
 _OPEN = {
     **{f: "round twelve: written before the rules that cover it" for f in ROUND12_OPEN},
     **{f: "round thirteen: written before the rules that cover it" for f in ROUND13_OPEN},
+    **{f: f"round fourteen: {why}" for f, why in ROUND14_OPEN.items()},
 }
 TRAINING_PARAMS = [
     pytest.param(
@@ -104,7 +131,7 @@ TRAINING_PARAMS = [
 
 
 # The flags of the rounds that added training cases after the split (rounds 6 and 7 added none).
-_ROUND_FLAGS = tuple(f"round{i}" for i in (3, 4, 5, 8, 9, 10, 11, 12, 13))
+_ROUND_FLAGS = tuple(f"round{i}" for i in (3, 4, 5, 8, 9, 10, 11, 12, 13, 14))
 
 
 def test_corpus_has_300_sourced_cases_from_150_sources_covering_every_category() -> None:
@@ -160,13 +187,15 @@ def test_validation_3_is_frozen_and_shares_no_source_with_the_other_splits() -> 
 
 
 # Each later held-out split was drawn together with one round's training cases (the first half,
-# rounded up, of that round's sorted and shuffled sources) and frozen by its sources' hash.
+# rounded up, of that round's sorted and shuffled sources) and frozen by its sources' hash; the
+# last number is the fewest cases the split may hold (round fourteen drew 10 of 20).
 _DRAWN_WITH = {
-    "validation_4": ("round8", VALIDATION_4_SHA256),
-    "validation_5": ("round10", VALIDATION_5_SHA256),
-    "validation_6": ("round11", VALIDATION_6_SHA256),
-    "validation_7": ("round12", VALIDATION_7_SHA256),
-    "validation_8": ("round13", VALIDATION_8_SHA256),
+    "validation_4": ("round8", VALIDATION_4_SHA256, 12),
+    "validation_5": ("round10", VALIDATION_5_SHA256, 12),
+    "validation_6": ("round11", VALIDATION_6_SHA256, 12),
+    "validation_7": ("round12", VALIDATION_7_SHA256, 12),
+    "validation_8": ("round13", VALIDATION_8_SHA256, 12),
+    "validation_9": ("round14", VALIDATION_9_SHA256, 10),
 }
 
 
@@ -174,8 +203,8 @@ _DRAWN_WITH = {
 def test_a_later_held_out_split_is_frozen_is_half_its_round_and_shares_no_source(
     split: str,
 ) -> None:
-    round_flag, digest = _DRAWN_WITH[split]
-    assert _later_held_out(split, 12) == digest
+    round_flag, digest, minimum = _DRAWN_WITH[split]
+    assert _later_held_out(split, minimum) == digest
     held = {c["source"] for c in LABELS if c["split"] == split}
     trained = {c["source"] for c in LABELS if c.get(round_flag)}
     assert len(held) == (len(held) + len(trained) + 1) // 2
@@ -254,7 +283,7 @@ def test_bench_explain_keeps_the_four_figures_and_adds_splits_and_before() -> No
     assert {"n", "category_accuracy", "blame_accuracy", "node_accuracy"} <= set(result)
     assert result["n"] == len(LABELS)
     frozen = ("before", *(f"round{i}" for i in (1, 2, 3, 4, 5, 7, 8, 9, 10, 11, 12, 13)))
-    added = tuple(f"training_added_round{i}" for i in (8, 9, 10, 11, 12, 13))
+    added = tuple(f"training_added_round{i}" for i in (8, 9, 10, 11, 12, 13, 14))
     scored = ("training", *HELD_OUT, "training_added_after_split", *added)
     for split in (*scored, "validation_new_sources", *frozen):
         assert split in result, split
@@ -315,11 +344,9 @@ _FROZEN_BEFORE = (
     ("round9", HELD_OUT[:4], "round10"),  # 070e0da: validation to validation_5
     ("round10", HELD_OUT[:5], "round11"),  # 15b95fb: and validation_6
     ("round11", HELD_OUT[:6], "round12"),  # 9ea726b: and validation_7
-    ("round12", (*HELD_OUT, "training"), "round13"),  # f0e5281: every split
+    ("round12", HELD_OUT[:7], "round13"),  # f0e5281: every split then (training has grown since)
+    ("round13", (*HELD_OUT, "training"), "round14"),  # 02b7fc8: every split
 )
-# The rules round thirteen left (main at 02b7fc8), frozen on every split before round fourteen
-# changed any rule.
-_FROZEN_LAST = ("round13", (*HELD_OUT, "training", "training_added_round13"))
 
 
 def _later_rounds_scored_every_split_before_their_rules(result: dict[str, Any]) -> None:
@@ -328,10 +355,7 @@ def _later_rounds_scored_every_split_before_their_rules(result: dict[str, Any]) 
         for split in (*splits, f"training_added_{later}"):
             assert result[frozen][split]["n"] == result[split]["n"], (frozen, split)
         cases = [c for c in LABELS if c.get(later)]
-        assert result[f"training_added_{later}"]["n"] == len(cases) >= 12
-    frozen, splits = _FROZEN_LAST
-    for split in splits:
-        assert result[frozen][split]["n"] == result[split]["n"], (frozen, split)
+        assert result[f"training_added_{later}"]["n"] == len(cases) >= 10
 
 
 def test_bench_explain_scores_one_split_alone_and_lists_only_training_misses() -> None:
