@@ -27,7 +27,8 @@ _NOT_A_HOST = re.compile(r"^(?:x{3,}|hostname|node|host|<[^>]*>|\.+)$", re.I)
 # "neg": a negative code is the signal (Python subprocess); "shell": 128 + N is signal N;
 # "both": either (a CalledProcessError's child may itself be a shell or container runtime).
 _EXITS: list[tuple[str, re.Pattern[str], str]] = [
-    ("deepspeed", re.compile(r"exits with return code = (?P<code>-?\d+)"), "neg"),
+    # DeepSpeed launch.py's Popen returncode: -N, or 128 + N when a shell runs the rank
+    ("deepspeed", re.compile(r"exits with return code = (?P<code>-?\d+)"), "both"),
     ("subprocess", re.compile(r"died with <Signals\.(?P<sig>SIG\w+): \d+>"), "neg"),
     ("subprocess", re.compile(r"returned non-zero exit status (?P<code>-?\d+)"), "both"),
     ("elastic", re.compile(r"\bSignal (?P<num>\d+) \(SIG\w+\) received by PID \d+"), "neg"),

@@ -224,7 +224,8 @@ def host_in_line(line: str) -> str | None:
 
 
 # pdsh / DeepSpeed's pdsh runner / clush prefix each remote line with "host: ". Only a prefix
-# that looks like a host (has a digit, and a letter or an IPv4 shape) and recurs is taken.
+# that looks like a host (has a digit, and a letter or an IPv4 shape) and recurs (or stands in
+# front of the relayed line's own timestamp) is taken.
 _PDSH = re.compile(r"^(?P<h>[A-Za-z0-9][\w.-]{2,62}): \S")
 _NOT_PDSH = re.compile(r"^(?:rank|task|line|step|epoch|iter|error|warn|info)\w*$", re.I)
 
@@ -243,6 +244,10 @@ def _pdsh_host(line: str) -> str | None:
 
 
 _MIN_LOGGED = 20  # characters a host's line carries after its prefix, to count as a log line
+# The relayed line's own clock right after the prefix ("gpu-02: [2024-03-20 20:31:29,269] [ERROR]
+# ...", DeepSpeed's logger format, deepspeed/utils/logging.py @edaa7221): one such line is
+# enough, the prefix being in front of a log line's own timestamp
+_OWN_CLOCK = re.compile(r"^[A-Za-z0-9][\w.-]{2,62}: \[?\d{4}-\d\d-\d\d[ T_]\d\d:\d\d:\d\d")
 
 
 # A node pool's random instance suffix: GKE's "-dpv7" (4 characters), AKS's "vmss" + base-36,
@@ -258,8 +263,8 @@ def _stem(host: str) -> str:
 
 def prefix_hosts(lines: list[str]) -> list[str | None]:
     """For each line, the host a recurring pdsh-style "host: " prefix names, if any: a prefix
-    that recurs, or one of several prefixes on different lines that share a name shape (pdsh
-    over gpu-02..gpu-04, each host writing one line)."""
+    that recurs, one of several prefixes on different lines that share a name shape (pdsh
+    over gpu-02..gpu-04, each host writing one line), or one in front of the line's own clock."""
     found = [_pdsh_host(line) for line in lines]
     counts: dict[str, int] = {}
     stems: dict[str, set[str]] = {}
@@ -270,7 +275,10 @@ def prefix_hosts(lines: list[str]) -> list[str | None]:
             if len(line) - len(h) - 2 >= _MIN_LOGGED:
                 stems.setdefault(_stem(h), set()).add(h.lower())
     kept = [
-        h if h and (counts[h] >= 2 or len(stems.get(_stem(h), ())) >= 2) else None for h in found
+        h
+        if h and (counts[h] >= 2 or len(stems.get(_stem(h), ())) >= 2 or _OWN_CLOCK.match(line))
+        else None
+        for h, line in zip(found, lines, strict=True)
     ]
     # a known host's indented lines ("gpu-07:     ECC Errors" of `nvidia-smi -q`) are its too
     known = {f"{h}: ": h for h in kept if h}

@@ -48,6 +48,8 @@ class PatternRule:
     # and no surer or stronger than the rule says (an Xid quoted, not the driver's own line).
     reason: str = ""
     shell: bool = False  # an exit `code` follows the shell's 128 + signal convention
+    # the code is a launcher's own exit status after sys.exit(-N): 256 - N for signal N
+    mod256: bool = False
     fallback: bool = False  # a family's catch-all: tried after every specific rule
 
     def search(self, text: str, lower: str) -> bool:
@@ -88,7 +90,9 @@ class PatternRule:
             return None
         groups = m.groupdict()
         if self.reason == "exit":
-            base = signals.verdict_from(groups.get("code"), groups.get("signal"), shell=self.shell)
+            base = signals.verdict_from(
+                groups.get("code"), groups.get("signal"), shell=self.shell, mod256=self.mod256
+            )
         elif self.reason == "xid":
             base = xid_verdict(int(groups["xid"]), text) if groups.get("xid") else None
         elif self.reason == "xid_mention":

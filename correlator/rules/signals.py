@@ -3,7 +3,9 @@
 A launcher (torchrun, DeepSpeed, accelerate, srun, a shell, a container runtime) reports how a
 process ended in one of a few forms: a negative return code (Python's subprocess: -9), a shell or
 container status of 128 + N (137), a signal name ("Killed", "SIGKILL", "Segmentation fault") or
-a plain exit status (1, 127). Meanings follow signal(7) and the shells' 128 + N convention:
+a plain exit status (1, 127); a launcher that exits with its child's negative code (DeepSpeed's
+launch.py: sys.exit(-9)) leaves 256 - N, which a relay of it (pdsh) reports. Meanings follow
+signal(7) and the shells' 128 + N convention:
 
 - SIGKILL (9): nothing in the process asked for it; on a training node the usual sender is the
   kernel OOM killer (host memory), less often the scheduler or an operator. With no other
@@ -62,6 +64,7 @@ _WORDS = {
     "sighup": 1,
 }
 _CRASH = {11, 6, 8, 4}
+_MAX_SIGNAL = 31  # the standard signals; 256 - N above that would be real-time signals
 _STOP = {15, 2, 1, 13}
 
 
@@ -75,14 +78,20 @@ def signal_of_word(word: str) -> int | None:
     return int(member) if member is not None else None
 
 
-def decode(code: int | None, *, shell: bool = False) -> tuple[int | None, int | None]:
-    """(signal, exit status) from a reported code; negative codes and, for shells, 128+N."""
+def decode(
+    code: int | None, *, shell: bool = False, mod256: bool = False
+) -> tuple[int | None, int | None]:
+    """(signal, exit status) from a reported code: negative codes; for shells 128+N; for a
+    launcher that exits with its child's negative code (sys.exit(-N) leaves 256 - N) 256-N."""
     if code is None:
         return None, None
     if code < 0:
         return -code, None
     if shell and 128 < code < 160:
         return code - 128, None
+    # 255 stays a status: ssh's own failure, and exit(-1) is no signal
+    if mod256 and 256 - _MAX_SIGNAL <= code < 255:
+        return 256 - code, None
     return None, code
 
 
@@ -176,7 +185,11 @@ _NUMBER = re.compile(r"-?\d+")
 
 
 def verdict_from(
-    code: str | int | None = None, signal: str | int | None = None, *, shell: bool = False
+    code: str | int | None = None,
+    signal: str | int | None = None,
+    *,
+    shell: bool = False,
+    mod256: bool = False,
 ) -> Verdict | None:
     """Verdict from the pieces a rule captured: an exit code and/or a signal (number or word)."""
     sig: int | None = None
@@ -188,7 +201,7 @@ def verdict_from(
     status: int | None = None
     if sig is None and code is not None:
         m = _NUMBER.search(str(code))
-        sig, status = decode(int(m.group()) if m else None, shell=shell)
+        sig, status = decode(int(m.group()) if m else None, shell=shell, mod256=mod256)
     if sig is not None:
         return signal_verdict(sig)
     if status is not None:

@@ -352,59 +352,14 @@ def gpuop_k8s() -> list[Any]:
     return out
 
 
-# Probes that failed when this set was written (before the fixes): strict xfail, so a fix
-# that makes one pass has to drop it from here.
-OPEN = frozenset(
-    {
-        "gloo-sock-3",
-        "gloo-sock-4",
-        "gloo-sock-5",
-        "gloo-app-timeout-0",
-        "gloo-app-timeout-1",
-        "gloo-dev-0",
-        "gloo-dev-1",
-        "gloo-dev-2",
-        "gloo-dev-3",
-        "gpuop-log-2",
-        "gpuop-log-3",
-        "gpuop-log-4",
-        "gpuop-log-5",
-        "gpuop-log-6",
-        "gpuop-log-7",
-        "gpuop-log-8",
-        "gpuop-log-9",
-        "gpuop-log-10",
-        "gpuop-driver-1",
-        "gpuop-pods-1",
-        "gpuop-wide-1",
-        "gpuop-event-0-0",
-        "gpuop-event-0-1",
-        "gpuop-event-1-0",
-        "gpuop-event-1-1",
-        "gpuop-event-2-0",
-        "gpuop-event-2-1",
-        "gpuop-event-3-0",
-        "gpuop-event-3-1",
-    }
-)
-
-
-def _open(params: list[Any]) -> list[Any]:
-    """The params, those in OPEN marked as known failures (strict)."""
-    mark = pytest.mark.xfail(strict=True, reason="read wrongly before this set's fixes")
-    return [pytest.param(*p.values, id=p.id, marks=mark) if p.id in OPEN else p for p in params]
-
-
-@pytest.mark.parametrize("probe", _open(gloo_errors() + gloo_other()))
+@pytest.mark.parametrize("probe", gloo_errors() + gloo_other())
 def test_a_gloo_error_reads_as_the_transport_documents(probe: Probe) -> None:
     got = explain_text(probe.text)
     assert (got.category, got.blame) == probe.want, (probe.source, probe.text, got.explanation)
     assert got.node == probe.node, (probe.source, probe.text, got.node, got.explanation)
 
 
-@pytest.mark.parametrize(
-    "probe", _open(gpuop_validator_logs() + gpuop_driver_container() + gpuop_k8s())
-)
+@pytest.mark.parametrize("probe", gpuop_validator_logs() + gpuop_driver_container() + gpuop_k8s())
 def test_a_gpu_operator_failure_is_the_nodes_gpu_stack(probe: Probe) -> None:
     got = explain_text(probe.text)
     assert (got.category, got.blame) == probe.want, (probe.source, probe.text, got.explanation)

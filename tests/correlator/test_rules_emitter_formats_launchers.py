@@ -36,6 +36,7 @@ from typing import Any, NamedTuple
 import pytest
 
 from correlator.explain import explain_text
+from correlator.rules.signals import decode
 
 DS = "deepspeedai/DeepSpeed deepspeed/launcher/launch.py@edaa7221267243c7be7fb49c5d5f5c4fb97b4641"
 DS_RUNNER = (
@@ -263,47 +264,14 @@ def accelerate_errors() -> list[Any]:
 ALL = deepspeed_exits() + pdsh_exits() + deepspeed_beside() + deepspeed_other()
 
 
-# Probes that failed when this set was written (before the fixes): strict xfail, so a fix
-# that makes one pass has to drop it from here.
-OPEN = frozenset(
-    {
-        "ds-rc-9-2",
-        "ds-rc137-5",
-        "ds-rc137-6",
-        "ds-rc137-7",
-        "ds-rc137-8",
-        "ds-rc-11-12",
-        "ds-rc139-17",
-        "ds-rc-6-22",
-        "ds-rc134-27",
-        "ds-rc1-32",
-        "ds-rc-7-37",
-        "ds-rc-15-42",
-        "ds-rc-15-pdsh44",
-        "pdsh-exit247-15",
-        "pdsh-exit247-16",
-        "pdsh-exit247-17",
-        "pdsh-exit241-24",
-        "pdsh-exit241-25",
-        "pdsh-exit241-26",
-    }
-)
-
-
-def _open(params: list[Any]) -> list[Any]:
-    """The params, those in OPEN marked as known failures (strict)."""
-    mark = pytest.mark.xfail(strict=True, reason="read wrongly before this set's fixes")
-    return [pytest.param(*p.values, id=p.id, marks=mark) if p.id in OPEN else p for p in params]
-
-
-@pytest.mark.parametrize("probe", _open(ALL))
+@pytest.mark.parametrize("probe", ALL)
 def test_a_deepspeed_report_reads_as_its_code_documents(probe: Probe) -> None:
     got = explain_text(probe.text)
     assert (got.category, got.blame) == probe.want, (probe.source, probe.text, got.explanation)
     assert got.node == probe.node, (probe.source, probe.text, got.node, got.explanation)
 
 
-@pytest.mark.parametrize("probe", _open(accelerate_errors()))
+@pytest.mark.parametrize("probe", accelerate_errors())
 def test_an_accelerate_launch_error_reads_as_its_code_documents(probe: Probe) -> None:
     got = explain_text(probe.text)
     assert (got.category, got.blame) == probe.want, (probe.source, probe.text, got.explanation)
@@ -311,3 +279,12 @@ def test_an_accelerate_launch_error_reads_as_its_code_documents(probe: Probe) ->
     if probe.want == CONSEQUENCE:
         # a consequence is a reading too: the error must not be passed over as unrecognised
         assert not got.explanation.startswith("No failure evidence"), probe.text
+
+
+def test_a_launchers_negative_exit_decodes_only_for_the_standard_signals() -> None:
+    # sys.exit(-N) leaves 256 - N; 255 stays a status (ssh's own failure, or exit(-1))
+    assert decode(247, mod256=True) == (9, None)
+    assert decode(241, mod256=True) == (15, None)
+    assert decode(255, mod256=True) == (None, 255)
+    assert decode(200, mod256=True) == (None, 200)
+    assert decode(247) == (None, 247)

@@ -11,7 +11,8 @@ text) and the verdict that the emitter's documented meaning gives it:
      "reason" ("exit" | "xid": the verdict comes from the signal reasoner or the Xid catalog;
      "xid_mention": from the catalog, for a catalogued code, capped at the rule's confidence
      and priority),
-     "shell" (exit codes use 128 + signal), "kinds" (limit to these event kinds),
+     "shell" (exit codes use 128 + signal), "mod256" (an exit status of 256 - N is a launcher's
+     sys.exit(-N) for its child's signal N), "kinds" (limit to these event kinds),
      "fallback" (true: the family's catch-all for its generic failure line, tried after every
      specific rule of every family)}
 
@@ -39,6 +40,7 @@ _OPTIONAL = {
     "culprit",
     "reason",
     "shell",
+    "mod256",
     "kinds",
     "flags",
     "fallback",
@@ -78,6 +80,7 @@ def _rule(family: str, spec: dict[str, Any]) -> PatternRule:
         culprit=spec.get("culprit", "printer"),
         reason=spec.get("reason", ""),
         shell=bool(spec.get("shell", False)),
+        mod256=bool(spec.get("mod256", False)),
         fallback=bool(spec.get("fallback", False)),
     )
 
