@@ -181,12 +181,10 @@ def unprefixed(lines: list[str], found: list[str | None] | None = None) -> list[
     front of each remote line, where prefix_hosts found one (`found`, if already known): the
     job-log parser's multi-line blocks (a ChildFailedError table, "Last error:") start at the
     line's own beginning."""
-    # a known prefix host's indented lines ("gpu-01:   time      : ...") count too
+    # prefix_hosts names every line that opens with a kept "host: " prefix, a known host's
+    # indented lines ("gpu-01:   time      : ...") too
     found = prefix_hosts(lines) if found is None else found
-    known = sorted({f"{h}: " for h in found if h}, key=len, reverse=True)
-    if not known:
-        return lines
-    return [next((ln[len(p) :] for p in known if ln.startswith(p)), ln) for ln in lines]
+    return [ln[len(h) + 2 :] if h else ln for h, ln in zip(found, lines, strict=True)]
 
 
 def streams(keys: list[str | None], lines: list[str]) -> list[int] | None:

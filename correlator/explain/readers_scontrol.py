@@ -21,7 +21,13 @@ from correlator.rules import first_rule
 _STATE = re.compile(r"(?:^|\s)JobState=(?P<state>[A-Z][A-Z_]+)\b")
 _FIELD = re.compile(r"(?:^|\s)(?P<key>JobId|Reason|ExitCode|NodeList|UserId)=(?P<value>\S+)")
 _BLOCK_REACH = 40  # lines a job's block spans at most either side of its JobState= line
-_KEYS = {"JobId": "jobid", "Reason": "reason", "ExitCode": "exitcode", "UserId": "user"}
+_KEYS = {
+    "JobId": "jobid",
+    "Reason": "reason",
+    "ExitCode": "exitcode",
+    "UserId": "user",
+    "NodeList": "nodelist",
+}
 
 
 def _block(lines: list[str], i: int) -> list[str]:
@@ -45,7 +51,6 @@ def _fields(block: list[str]) -> dict[str, str]:
             found.setdefault(m["key"], m["value"])
     out = {_KEYS[k]: v for k, v in found.items() if k in _KEYS}
     out["user"] = out.get("user", "").split("(")[0]  # "alice(1000)"
-    out["nodelist"] = found.get("NodeList", "")
     return out
 
 
@@ -63,6 +68,6 @@ def read_scontrol_job(lines: list[str]) -> ReadResult:
             continue
         out.claimed.add(i)
         fields = _fields(_block(lines, i))
-        node = _single_host(fields["nodelist"])
+        node = _single_host(fields.get("nodelist"))
         out.events.append(job_state_event(line, m["state"], fields, node=node, scope="scontrol"))
     return out

@@ -159,15 +159,12 @@ def first_links(
         if f.verdict.culprit and (p := _as_named(f.verdict.culprit, hosts))
     ]
 
-    def host(peer: str) -> str:  # a peer named by address, as the host that owns it
-        return addresses.get(peer.lower(), peer).lower()
-
     victims = {
         f.event.node.lower()
         for peer, f in pairs
-        if f.event.node and f.event.node.lower() != host(peer)
+        if f.event.node and f.event.node.lower() != peer.lower()
     }
-    first = [(peer, f) for peer, f in pairs if host(peer) not in victims]
+    first = [(peer, f) for peer, f in pairs if peer.lower() not in victims]
     return first or pairs
 
 
