@@ -27,20 +27,18 @@ from tests.correlator.culprit_compose_more import (
 _CONVENTIONS = sorted(NAMERS)
 
 
+def _draw(fault: str, conv: str, rng: random.Random) -> pytest.ParameterSet:
+    """One composition's victims, position and seed, drawn in that order from `rng`."""
+    victims = rng.choice((1, 2, 3, 5, 7))
+    where = rng.choice(("first", "middle", "last"))
+    seed = rng.randrange(1 << 30)
+    key = f"{fault}-{conv}-{victims}v-{where}-{seed}"
+    return pytest.param(fault, conv, victims, where, seed, id=key)
+
+
 def _cases() -> list[pytest.ParameterSet]:
     rng = random.Random(20261128)
-    out = []
-    for fault in sorted(FAULTS):
-        for conv in _CONVENTIONS:
-            for _ in range(2):
-                victims, where = (
-                    rng.choice((1, 2, 3, 5, 7)),
-                    rng.choice(("first", "middle", "last")),
-                )
-                seed = rng.randrange(1 << 30)
-                key = f"{fault}-{conv}-{victims}v-{where}-{seed}"
-                out.append(pytest.param(fault, conv, victims, where, seed, id=key))
-    return out
+    return [_draw(f, c, rng) for f in sorted(FAULTS) for c in _CONVENTIONS for _ in range(2)]
 
 
 def _check(got_text: Composition) -> None:
@@ -92,11 +90,7 @@ def _more_cases() -> list[pytest.ParameterSet]:
     out = []
     for fault in sorted({**FAULTS, **MORE_FAULTS}):
         convs = _CONVENTIONS if fault in MORE_FAULTS else rng.sample(_CONVENTIONS, 3)
-        for conv in convs:
-            victims, where = rng.choice((1, 2, 3, 5, 7)), rng.choice(("first", "middle", "last"))
-            seed = rng.randrange(1 << 30)
-            key = f"{fault}-{conv}-{victims}v-{where}-{seed}"
-            out.append(pytest.param(fault, conv, victims, where, seed, id=key))
+        out.extend(_draw(fault, conv, rng) for conv in convs)
     return out
 
 
