@@ -30,9 +30,11 @@ corpus with round eleven's new cases, measured before round eleven changed any r
 before round twelve changed any rule (benchmarks/explain_round11.json), "round12": the
 figures the rules round twelve left (main at f0e5281) scored on every split of the corpus with
 round thirteen's new cases, measured before round thirteen changed any rule
-(benchmarks/explain_round12.json), and "round13": the figures the rules round thirteen left
+(benchmarks/explain_round12.json), "round13": the figures the rules round thirteen left
 (main at 02b7fc8) scored on every split of the corpus with round fourteen's new cases, measured
-before round fourteen changed any rule (benchmarks/explain_round13.json).
+before round fourteen changed any rule (benchmarks/explain_round13.json), and "round14": the
+figures the rules of main at 511c70c scored on every split of the corpus, measured before round
+fifteen changed any rule (benchmarks/explain_round14.json).
 "validation_3": a second held-out split gathered in round three from sources no other case
 uses, labelled and scored with round two's rules before any rule of round three was written;
 "validation_4": a third one, gathered in round eight from sources no other case uses, labelled
@@ -80,6 +82,7 @@ ROUND10 = Path(__file__).resolve().parent / "explain_round10.json"
 ROUND11 = Path(__file__).resolve().parent / "explain_round11.json"
 ROUND12 = Path(__file__).resolve().parent / "explain_round12.json"
 ROUND13 = Path(__file__).resolve().parent / "explain_round13.json"
+ROUND14 = Path(__file__).resolve().parent / "explain_round14.json"
 _SPLITS = (
     "training",
     "validation",
@@ -255,6 +258,7 @@ def run(argv: list[str]) -> dict[str, Any]:
             ("round11", ROUND11),
             ("round12", ROUND12),
             ("round13", ROUND13),
+            ("round14", ROUND14),
         )
         for key, path in frozen:
             if path.exists():
