@@ -5,8 +5,9 @@ Top level (whole corpus, as before): {"n", "category_accuracy", "blame_accuracy"
 "validation_new_sources": validation cases whose source is not one of the original 92 cases';
 "training_added_after_split": the training cases issue #11's later rounds added,
 "training_added_round3" / "_round4" / "_round5" / "_round8" / "_round9" / "_round10" /
-"_round11" / "_round12" / "_round13" / "_round14": those of the third / fourth / fifth / eighth /
-ninth / tenth / eleventh / twelfth / thirteenth / fourteenth round alone),
+"_round11" / "_round12" / "_round13" / "_round14" / "_round15": those of the third / fourth /
+fifth / eighth / ninth / tenth / eleventh / twelfth / thirteenth / fourteenth / fifteenth round
+alone),
 "before":
 the frozen figures the rules scored before issue #11 changed any rule, "round1": the
 figures round one of issue #11 left (benchmarks/explain_round1.json), "round2": the figures
@@ -33,8 +34,8 @@ round thirteen's new cases, measured before round thirteen changed any rule
 (benchmarks/explain_round12.json), "round13": the figures the rules round thirteen left
 (main at 02b7fc8) scored on every split of the corpus with round fourteen's new cases, measured
 before round fourteen changed any rule (benchmarks/explain_round13.json), and "round14": the
-figures the rules of main at 511c70c scored on every split of the corpus, measured before round
-fifteen changed any rule (benchmarks/explain_round14.json).
+figures the rules of main at 511c70c scored on every split of the corpus with round fifteen's
+new cases, measured before round fifteen changed any rule (benchmarks/explain_round14.json).
 "validation_3": a second held-out split gathered in round three from sources no other case
 uses, labelled and scored with round two's rules before any rule of round three was written;
 "validation_4": a third one, gathered in round eight from sources no other case uses, labelled
@@ -48,7 +49,9 @@ and scored with the rules of 9ea726b before any rule of round twelve was written
 "validation_8": a seventh one, gathered in round thirteen from sources no other case uses,
 labelled and scored with the rules of f0e5281 before any rule of round thirteen was written;
 "validation_9": an eighth one, gathered in round fourteen from sources no other case uses,
-labelled and scored with the rules of 02b7fc8 before any rule of round fourteen was written.
+labelled and scored with the rules of 02b7fc8 before any rule of round fourteen was written;
+"validation_10": a ninth one, gathered in round fifteen from sources no other case uses,
+labelled and scored with the rules of 511c70c before any rule of round fifteen was written.
 
 Per split: culprit_accuracy (the node, over cases whose label names one), nothing_recognised_rate
 (cases with a failure to explain where explain recognised nothing), node_blame_on_user_or_oom
@@ -93,6 +96,7 @@ _SPLITS = (
     "validation_7",
     "validation_8",
     "validation_9",
+    "validation_10",
 )
 _JOB_TRUTH = {"user_code", "oom_host", "oom_gpu"}
 
@@ -165,6 +169,7 @@ _ROUNDS = (
     "round12",
     "round13",
     "round14",
+    "round15",
 )
 # The groups reported, in this order, when they have cases.
 _GROUPS = (
@@ -180,6 +185,7 @@ _GROUPS = (
     "validation_7",
     "validation_8",
     "validation_9",
+    "validation_10",
 )
 
 

@@ -58,6 +58,10 @@ VALIDATION_8_SHA256 = "29fc1c8a54ba10574aa86cba94a430b53451d6c8c92ff4131fadb9547
 # the 20 sorted new sources after random.Random(18).shuffle, drawn before any rule of round
 # fourteen and scored once with the rules of 02b7fc8): never move a case in or out.
 VALIDATION_9_SHA256 = "3009ecbaeee0b1515da785964e3c98b1e5a70e6e933d6a0eb1b73dddeb68fd02"
+# sha256 of the sorted validation_10 sources (round fifteen's held-out split: the first half of
+# the 20 sorted new sources after random.Random(20).shuffle, drawn before any rule of round
+# fifteen and scored once with the rules of 511c70c): never move a case in or out.
+VALIDATION_10_SHA256 = "0a1aadd6b50823b865c11e451fa3a637df8ac7aaf1d9d9bfbd2eecb25a740834"
 HELD_OUT = (
     "validation",
     "validation_3",
@@ -67,6 +71,7 @@ HELD_OUT = (
     "validation_7",
     "validation_8",
     "validation_9",
+    "validation_10",
 )
 # A bare SIGBUS: the signal reasoner (correlator/rules/signals.py) reads it as /dev/shm too small
 # (oom_host) and leaves blame unknown, since a hardware memory error (BUS_MCEERR) also ends a
@@ -113,10 +118,33 @@ ROUND14_OPEN: dict[str, str] = {
         "not read as a lost daemon: prterun's 'exiting improperly' makes it user_code/job"
     ),
 }
+# Round fifteen's new training cases that the rules of 511c70c get wrong, each with the reason
+# (strict, as ROUND14_OPEN).
+ROUND15_OPEN: dict[str, str] = {
+    "665_nccl-bootstrap-socketstartconnect-fe80-ib1-software-caused-connection-abort.txt": (
+        "interconnect/unknown is right, but NCCL's 'socketStartConnect: Connect to "
+        "fe80::966d:ae03:a2:8cf0%ib1<17943> failed' names no culprit (the label: that peer)"
+    ),
+    "666_dockerd-nvidia-container-cli-nvml-unknown-error-nvsmi-product-brand-unknown.txt": (
+        "dockerd's msg= quoting 'nvidia-container-cli: detection error: nvml error: unknown "
+        "error', with nvidia-smi -q 'Product Brand : Unknown Error', is recognised as nothing "
+        "(the label: the node's GPU stack, node/node on ip-10-1-5-148)"
+    ),
+    "672_ibstat-roce-ports-active-mlx5-10-state-down-physical-disabled.txt": (
+        "ibstat's mlx5_10 'State: Down' / 'Physical state: Disabled' after two Active RoCE "
+        "ports is recognised as nothing (the label: an IB port down, interconnect/infra)"
+    ),
+    "677_kubelet-event-outofephemeral-storage-capacity-0-host-kube10.txt": (
+        "the kubelet event 'OutOfephemeral-storage' ('Node didn't have enough resource: "
+        "ephemeral-storage, ... capacity: 0', source host kube10) is read as scheduler/infra "
+        "with no culprit (the label: the node's kubelet, node/node on kube10)"
+    ),
+}
 _OPEN = {
     **{f: "round twelve: written before the rules that cover it" for f in ROUND12_OPEN},
     **{f: "round thirteen: written before the rules that cover it" for f in ROUND13_OPEN},
     **{f: f"round fourteen: {why}" for f, why in ROUND14_OPEN.items()},
+    **{f: f"round fifteen: {why}" for f, why in ROUND15_OPEN.items()},
 }
 TRAINING_PARAMS = [
     pytest.param(
@@ -131,7 +159,7 @@ TRAINING_PARAMS = [
 
 
 # The flags of the rounds that added training cases after the split (rounds 6 and 7 added none).
-_ROUND_FLAGS = tuple(f"round{i}" for i in (3, 4, 5, 8, 9, 10, 11, 12, 13, 14))
+_ROUND_FLAGS = tuple(f"round{i}" for i in (3, 4, 5, 8, 9, 10, 11, 12, 13, 14, 15))
 
 
 def test_corpus_has_300_sourced_cases_from_150_sources_covering_every_category() -> None:
@@ -188,7 +216,7 @@ def test_validation_3_is_frozen_and_shares_no_source_with_the_other_splits() -> 
 
 # Each later held-out split was drawn together with one round's training cases (the first half,
 # rounded up, of that round's sorted and shuffled sources) and frozen by its sources' hash; the
-# last number is the fewest cases the split may hold (round fourteen drew 10 of 20).
+# last number is the fewest cases the split may hold (rounds fourteen and fifteen drew 10 of 20).
 _DRAWN_WITH = {
     "validation_4": ("round8", VALIDATION_4_SHA256, 12),
     "validation_5": ("round10", VALIDATION_5_SHA256, 12),
@@ -196,6 +224,7 @@ _DRAWN_WITH = {
     "validation_7": ("round12", VALIDATION_7_SHA256, 12),
     "validation_8": ("round13", VALIDATION_8_SHA256, 12),
     "validation_9": ("round14", VALIDATION_9_SHA256, 10),
+    "validation_10": ("round15", VALIDATION_10_SHA256, 10),
 }
 
 
@@ -283,7 +312,7 @@ def test_bench_explain_keeps_the_four_figures_and_adds_splits_and_before() -> No
     assert {"n", "category_accuracy", "blame_accuracy", "node_accuracy"} <= set(result)
     assert result["n"] == len(LABELS)
     frozen = ("before", *(f"round{i}" for i in (1, 2, 3, 4, 5, 7, 8, 9, 10, 11, 12, 13, 14)))
-    added = tuple(f"training_added_round{i}" for i in (8, 9, 10, 11, 12, 13, 14))
+    added = tuple(f"training_added_round{i}" for i in (8, 9, 10, 11, 12, 13, 14, 15))
     scored = ("training", *HELD_OUT, "training_added_after_split", *added)
     for split in (*scored, "validation_new_sources", *frozen):
         assert split in result, split
@@ -345,10 +374,9 @@ _FROZEN_BEFORE = (
     ("round10", HELD_OUT[:5], "round11"),  # 15b95fb: and validation_6
     ("round11", HELD_OUT[:6], "round12"),  # 9ea726b: and validation_7
     ("round12", HELD_OUT[:7], "round13"),  # f0e5281: every split then (training has grown since)
-    ("round13", (*HELD_OUT, "training"), "round14"),  # 02b7fc8: every split
+    ("round13", HELD_OUT[:8], "round14"),  # 02b7fc8: every split then (training has grown since)
+    ("round14", (*HELD_OUT, "training"), "round15"),  # 511c70c: every split
 )
-# The rules of main at 511c70c, frozen on every split before round fifteen changed any rule.
-_FROZEN_LAST = ("round14", (*HELD_OUT, "training", "training_added_round14"))
 
 
 def _later_rounds_scored_every_split_before_their_rules(result: dict[str, Any]) -> None:
@@ -358,9 +386,6 @@ def _later_rounds_scored_every_split_before_their_rules(result: dict[str, Any]) 
             assert result[frozen][split]["n"] == result[split]["n"], (frozen, split)
         cases = [c for c in LABELS if c.get(later)]
         assert result[f"training_added_{later}"]["n"] == len(cases) >= 10
-    frozen, splits = _FROZEN_LAST
-    for split in splits:
-        assert result[frozen][split]["n"] == result[split]["n"], (frozen, split)
 
 
 def test_bench_explain_scores_one_split_alone_and_lists_only_training_misses() -> None:

@@ -17,12 +17,12 @@ from typing import Any
 import pytest
 
 from correlator.explain import explain_text
-from tests.correlator.test_explain_corpus import CORPUS, ROUND14_OPEN, TRAINING
+from tests.correlator.test_explain_corpus import CORPUS, ROUND14_OPEN, ROUND15_OPEN, TRAINING
 
-# Round fourteen's training cases that the rules still get wrong are left out, as the host-rename
-# test leaves out the open rounds' cases: a metamorphic test of a wrong verdict would freeze the
-# error (two of them, 641 and 648, also move under wrapping or transcription today).
-CHECKED = [c for c in TRAINING if c["file"] not in ROUND14_OPEN]
+# Round fourteen's and fifteen's training cases that the rules still get wrong are left out, as
+# the host-rename test leaves out the open rounds' cases: a metamorphic test of a wrong verdict
+# would freeze the error (two of them, 641 and 648, also move under wrapping or transcription).
+CHECKED = [c for c in TRAINING if c["file"] not in ROUND14_OPEN and c["file"] not in ROUND15_OPEN]
 
 
 def _kubectl_timestamps(i: int, line: str) -> str:

@@ -26,6 +26,7 @@ from tests.correlator.test_explain_corpus import (
     ROUND12_OPEN,
     ROUND13_OPEN,
     ROUND14_OPEN,
+    ROUND15_OPEN,
     TRAINING,
 )
 
@@ -39,6 +40,7 @@ NAMED = [
     and c["file"] not in ROUND12_OPEN
     and c["file"] not in ROUND13_OPEN
     and c["file"] not in ROUND14_OPEN
+    and c["file"] not in ROUND15_OPEN
 ]
 PAIRS = [(c, name) for c in NAMED for name in CONVENTIONS]
 
