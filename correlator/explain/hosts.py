@@ -162,7 +162,10 @@ _LINE_PATTERNS: tuple[re.Pattern[str], ...] = (
     re.compile(r"^\s*\[(?!\d{4}-\d\d-\d\d\b)(?P<h>\d[\w.-]*?[A-Za-z-][\w.-]*):\d{5,}\] "),
     # mpirun/prterun: "... with PID 363 on node gpu-07 exited on signal 9"; ORTE's daemon lines
     re.compile(r"\bon node (?P<h>[A-Za-z0-9][\w.-]*) exited\b"),
-    re.compile(r"\bdaemon\s*:\s*\[\[[\d,]+\],\d+\] on node (?P<h>[A-Za-z0-9][\w.-]*)"),
+    re.compile(
+        r"\bdaemon\s*:\s*\[(?:\[[\d,]+\],\d+|[\w.-]+@\d+,\d+)\] on node "
+        r"(?P<h>[A-Za-z0-9][\w.-]*)"
+    ),
     # MPICH Hydra's termination block: "=   RANK 0 PID 5490 RUNNING AT gpu-07", the host as the
     # hostfile gave it, a login user in front ("user@gpu-07") included
     re.compile(r"\bRUNNING AT (?:[\w.-]+@)?(?P<h>[A-Za-z0-9][\w.-]*)\s*$"),
@@ -283,9 +286,22 @@ def prefix_hosts(lines: list[str]) -> list[str | None]:
     # a known host's indented lines ("gpu-07:     ECC Errors" of `nvidia-smi -q`) are its too
     known = {f"{h}: ": h for h in kept if h}
     return [
-        h or next((k for p, k in known.items() if line.startswith(p)), None)
+        _node_of_prefix(h or next((k for p, k in known.items() if line.startswith(p)), None))
         for h, line in zip(kept, lines, strict=True)
     ]
+
+
+# slurmstepd's log prefix on a job's stderr is "slurmstepd-<NodeName>: " where slurmd runs
+# several nodes on one host (SchedMD/slurm src/slurmd/slurmstepd/mgr.c, MULTIPLE_SLURMD:
+# snprintf(argv0, ..., "slurmstepd-%s", conf->node_name); log_set_argv0(argv0)), and the
+# same on sites that name it so: the node is the part after the dash
+_STEPD_ARGV0 = re.compile(r"^slurmstepd-(?P<node>[A-Za-z0-9][\w.-]*)$")
+
+
+def _node_of_prefix(prefix: str | None) -> str | None:
+    """The node a kept prefix names: itself, or the node in slurmstepd's own argv0."""
+    m = _STEPD_ARGV0.match(prefix) if prefix else None
+    return clean_host(m.group("node")) or prefix if m else prefix
 
 
 def distinct(hosts: list[str]) -> list[str]:

@@ -184,7 +184,9 @@ def unprefixed(lines: list[str], found: list[str | None] | None = None) -> list[
     # prefix_hosts names every line that opens with a kept "host: " prefix, a known host's
     # indented lines ("gpu-01:   time      : ...") too
     found = prefix_hosts(lines) if found is None else found
-    return [ln[len(h) + 2 :] if h else ln for h, ln in zip(found, lines, strict=True)]
+    # the prefix runs to the line's first ": " (a host name has none; slurmstepd's
+    # "slurmstepd-<node>: " prefix is longer than the node it names)
+    return [ln[ln.index(": ") + 2 :] if h else ln for h, ln in zip(found, lines, strict=True)]
 
 
 def streams(keys: list[str | None], lines: list[str]) -> list[int] | None:
@@ -272,6 +274,7 @@ def read_delivered(text: str) -> tuple[list[Event], list[str], Delivered]:
         text = "\n".join(lines)
     found = prefix_hosts(lines)
     source = unprefixed(lines, found)
+    delivered.quote_unprefixed(source)
     # a tool's output delivered through pdsh ("gpu-07: ECC Errors") is read without the prefix
     structured = _structured(text, source)
     bare, verbatim = joined_rests(source)

@@ -104,6 +104,21 @@ class Delivered:
         """`raw` (one or more read lines) as the delivered text has it, escapes left out."""
         return "\n".join(_ANSI.sub("", self.verbatim.get(ln, ln)) for ln in raw.split("\n"))
 
+    def quote_unprefixed(self, bare: list[str]) -> None:
+        """Quote each of `bare` (the read lines, a pdsh-style prefix taken off some) as the
+        delivered text has that part of its line: a line read without its "host: " prefix is
+        not a whole delivered line, so a paste's no-break spaces or escapes would otherwise
+        be quoted as read rather than as pasted."""
+        for line, rest in zip(self.lines, bare, strict=True):
+            pasted = self.verbatim.get(line)
+            if pasted is None or rest == line or rest in self.verbatim:
+                continue
+            head = line[: len(line) - len(rest)]
+            # the shortest piece of the pasted line that reads as the prefix
+            cut = next((k for k in range(len(pasted) + 1) if transcribed(pasted[:k]) == head), None)
+            if cut is not None:
+                self.verbatim[rest] = pasted[cut:]
+
 
 def _json_line(line: str) -> tuple[str, str | None, bool] | None:
     """(message, host, complete) of a docker json-file or journalctl -o json line."""

@@ -97,27 +97,11 @@ ROUND12_OPEN: set[str] = set()
 # read as sacct's state) and 637 (a Cloud Logging record's node) are covered by r13-rules-b
 # (tests/correlator/test_rules_emitters_round13.py).
 ROUND13_OPEN: set[str] = set()
-# Round fourteen's new training cases that the rules of 02b7fc8 get wrong, each with the reason:
-# they were written before any rule that covers them (strict: a case that starts passing must
-# leave this set).
-ROUND14_OPEN: dict[str, str] = {
-    "640_ray-train-node-10-128-0-103-marked-dead-missed-heartbeats-actor-died.txt": (
-        "Ray's 'The node with node id: ... and ip: H has been marked dead because the detector "
-        "has missed too many heartbeats' is recognised as nothing (the label: a lost node, H)"
-    ),
-    "641_ray-0-6-node-client-id-marked-dead-monitor-missed-heartbeats-raygeterror.txt": (
-        "Ray 0.6's 'The node with client ID ... has been marked dead because the monitor has "
-        "missed too many heartbeats' is read as user_code/job from the RayGetError after it"
-    ),
-    "648_knet-slurmstepd-prefixed-oom-kill-event-srun-gpu20-15-out-of-memory.txt": (
-        "oom_host/job is right, but 'srun: error: gpu20-15: task 0: Out Of Memory' after a "
-        "'slurmstepd-gpu20-15:' oom-kill line names no culprit (the label: gpu20-15)"
-    ),
-    "656_prte-lost-communication-remote-daemon-nid002944-to-nid003032-prterun-exited.txt": (
-        "PRRTE's 'PRTE has lost communication with a remote daemon' (ORTE's wording renamed) is "
-        "not read as a lost daemon: prterun's 'exiting improperly' makes it user_code/job"
-    ),
-}
+# Round fourteen's new training cases that the rules of 02b7fc8 got wrong, each with the reason
+# (strict: a case that starts passing must leave this set). 640 and 641 (Ray's node marked dead
+# in every wording), 648 (slurmstepd's "slurmstepd-<node>:" prefix) and 656 (PRRTE's lost remote
+# daemon) are covered by r14-rules (tests/correlator/test_rules_emitters_round14.py).
+ROUND14_OPEN: dict[str, str] = {}
 # Round fifteen's new training cases that the rules of 511c70c get wrong, each with the reason
 # (strict, as ROUND14_OPEN).
 ROUND15_OPEN: dict[str, str] = {
