@@ -249,8 +249,17 @@ def _pdsh_host(line: str) -> str | None:
 _MIN_LOGGED = 20  # characters a host's line carries after its prefix, to count as a log line
 # The relayed line's own clock right after the prefix ("gpu-02: [2024-03-20 20:31:29,269] [ERROR]
 # ...", DeepSpeed's logger format, deepspeed/utils/logging.py @edaa7221): one such line is
-# enough, the prefix being in front of a log line's own timestamp
-_OWN_CLOCK = re.compile(r"^[A-Za-z0-9][\w.-]{2,62}: \[?\d{4}-\d\d-\d\d[ T_]\d\d:\d\d:\d\d")
+# enough, the prefix being in front of a log line's own timestamp. The kernel's own clock counts
+# too: printk's "[%5lu.%06lu]" (torvalds/linux kernel/printk/printk.c print_time @b17b0153,
+# seconds right-aligned in at least five places: "[ 1234.567890]", so a list "[0.512345]" is
+# not it), as plain `dmesg` prints it, and
+# `dmesg -T`'s "[%s] " of strftime "%a %b %e %H:%M:%S %Y" (util-linux sys-utils/dmesg.c
+# record_ctime @29e204d1; %e pads the day with a space: "[Mon Nov  7 10:11:12 2022]")
+_OWN_CLOCK = re.compile(
+    r"^[A-Za-z0-9][\w.-]{2,62}: (?:\[?\d{4}-\d\d-\d\d[ T_]\d\d:\d\d:\d\d"
+    r"|\[(?=[ \d]{5,}\.) *\d+\.\d{6}\]"
+    r"|\[[A-Z][a-z]{2} [A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \d{4}\])"
+)
 
 
 # A node pool's random instance suffix: GKE's "-dpv7" (4 characters), AKS's "vmss" + base-36,

@@ -155,6 +155,37 @@ def test_a_syslog_line_behind_a_pdsh_prefix_names_its_host() -> None:
     assert (got.category, got.node) == ("gpu_hardware", "gpu-04")
 
 
+_XID79 = "NVRM: Xid (PCI:0000:3b:00): 79, pid=1234, GPU has fallen off the bus."
+_HOSTS_TIMED_OUT = (
+    "gpu-a-01: [2024-01-01 10:00:05,100] [ERROR] [rank0]:[E ProcessGroupNCCL.cpp:607] [Rank 0] "
+    "Watchdog caught collective operation timeout: WorkNCCL(SeqNum=9, OpType=ALLREDUCE) ran for "
+    "600060 milliseconds before timing out.\n"
+    "gpu-a-02: [2024-01-01 10:00:05,300] [ERROR] [rank8]:[E ProcessGroupNCCL.cpp:607] [Rank 8] "
+    "Watchdog caught collective operation timeout: WorkNCCL(SeqNum=9, OpType=ALLREDUCE) ran for "
+    "600060 milliseconds before timing out.\n"
+)
+
+
+def test_one_dmesg_line_behind_a_pdsh_prefix_names_its_host_among_hosts_that_timed_out() -> None:
+    # printk's own clock "[%5lu.%06lu]" (kernel/printk/printk.c print_time) and dmesg -T's
+    # "[%a %b %e %H:%M:%S %Y]" (util-linux dmesg.c record_ctime) stand in front of the relayed
+    # kernel line: one such line names its host, as a line with its own ISO clock does
+    for clock in ("[ 1234.567890]", "[    7.000001]", "[Mon Nov 28 10:11:12 2022]"):
+        got = explain_text(_HOSTS_TIMED_OUT + f"gpu-b-07: {clock} {_XID79}\n")
+        assert (got.category, got.blame, got.node) == ("gpu_hardware", "node", "gpu-b-07"), clock
+    assert explain_text(f"gpu-b-07: [Mon Nov  7 10:11:12 2022] {_XID79}").node == "gpu-b-07"
+
+
+def test_a_bracketed_number_or_word_behind_a_key_is_no_dmesg_clock() -> None:
+    # a value list ("[0.512345]", not printk's five-place "[%5lu.%06lu]") or any "[" text
+    for first in (
+        "layer1: [0.512345]",
+        "layer1: [ 0.512345] of the first run",
+        "word2: [ a b c d]",
+    ):
+        assert explain_text(f"{first}\n{_XID79}\n").node is None, first
+
+
 # torch elastic's failure entry, from torch/distributed/elastic/multiprocessing/errors/__init__.py
 # (_FAILURE_FORMAT_TEMPLATE; "time" is ProcessFailure.timestamp_isoformat(), i.e.
 # datetime.isoformat(sep="_"), and "host" socket.getfqdn()). Each node's agent prints its own.
