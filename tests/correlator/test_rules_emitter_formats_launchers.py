@@ -51,6 +51,7 @@ ACC = (
 OOM_HOST = ("oom_host", "unknown")
 USER = ("user_code", "job")
 CONSEQUENCE = (None, "unknown")
+NODE = ("node", "node")
 # (code as Popen's returncode, reading): negative = the signal; 128+N = a shell in between
 CODES: tuple[tuple[int, tuple[str | None, str]], ...] = (
     (-9, OOM_HOST),
@@ -134,6 +135,9 @@ def pdsh_exits() -> list[Any]:
         (245, USER),
         (250, USER),
         (241, CONSEQUENCE),
+        # ssh(1) EXIT STATUS (openssh-portable ssh.1): "ssh exits with the exit status of the
+        # remote command or with 255 if an error occurred": ssh could not reach the host
+        (255, NODE),
     )
     return [
         pytest.param(Probe(PDSH, _pdsh_exit(code, host, i), want, host), id=f"pdsh-exit{code}-{i}")
@@ -279,6 +283,24 @@ def test_an_accelerate_launch_error_reads_as_its_code_documents(probe: Probe) ->
     if probe.want == CONSEQUENCE:
         # a consequence is a reading too: the error must not be passed over as unrecognised
         assert not got.explanation.startswith("No failure evidence"), probe.text
+
+
+def test_ssh_exit_255_is_the_node_only_while_the_remote_command_says_nothing_else() -> None:
+    # pdsh's ssh module relays ssh's status; 255 is ssh's own error (host down, unreachable,
+    # refused) unless the remote command itself exited -1: its own error line then decides
+    exit255 = _pdsh_exit(255, "gpu-a-07", 0)
+    alone = explain_text(exit255)
+    assert (alone.category, alone.blame, alone.node) == ("node", "node", "gpu-a-07")
+    assert alone.confidence < 0.5  # exit(-1) of the remote command relays as 255 too
+    refused = "gpu-a-07: ssh: connect to host gpu-a-07 port 22: Connection refused\n" + exit255
+    got = explain_text(refused)
+    assert (got.category, got.blame, got.node) == ("node", "node", "gpu-a-07")
+    for err, _, want in BESIDE[:3]:  # the remote rank's own error, relayed by pdsh
+        got = explain_text(_relay([err], "gpu-a-07") + exit255)
+        assert (got.category, got.blame, got.node) == (*want, "gpu-a-07"), err
+    # other statuses and other pdsh modules keep the remote command's reading
+    for line in (_pdsh_exit(1, "gpu-a-07", 0), exit255.replace(" ssh ", " rsh ")):
+        assert (explain_text(line).category, explain_text(line).blame) == USER, line
 
 
 def test_a_launchers_negative_exit_decodes_only_for_the_standard_signals() -> None:
