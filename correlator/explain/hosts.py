@@ -147,6 +147,13 @@ _LINE_PATTERNS: tuple[re.Pattern[str], ...] = (
     re.compile(r"\bkubelet, (?P<h>[A-Za-z0-9][\w.-]*)"),
     re.compile(r"\bNode (?P<h>[A-Za-z0-9][\w.-]*) status is now: "),
     re.compile(r"\bnodeName\"?\s*[:=]\s*\"?(?P<h>[A-Za-z0-9][\w.-]*)"),
+    # a core/v1 Event's EventSource as the API server writes it (kubectl get events -o json,
+    # one object a line): "source":{"component":"kubelet","host":"gpu-node-07"}, the node whose
+    # kubelet reported the event
+    re.compile(
+        r"\"source\"\s*:\s*\{\s*\"component\"\s*:\s*\"[^\"]*\"\s*,\s*"
+        r"\"host\"\s*:\s*\"(?P<h>[A-Za-z0-9][\w.-]*)\""
+    ),
     # Open MPI: "[gpu-07:10319] *** Process received signal ***", BTL "[gpu-07][[1,2],3][..."
     re.compile(r"^\s*\[(?P<h>[A-Za-z][\w.-]*):\d+\] "),
     re.compile(r"^\s*\[(?P<h>[A-Za-z0-9][\w.-]*)\]\[\[\d+,\d+\],\d+\]\["),
@@ -228,8 +235,10 @@ def host_in_line(line: str) -> str | None:
 
 # pdsh / DeepSpeed's pdsh runner / clush prefix each remote line with "host: ". Only a prefix
 # that looks like a host (has a digit, and a letter or an IPv4 shape) and recurs (or stands in
-# front of the relayed line's own timestamp) is taken.
-_PDSH = re.compile(r"^(?P<h>[A-Za-z0-9][\w.-]{2,62}): \S")
+# front of the relayed line's own timestamp) is taken. pdsh writes the host, ": ", then the
+# remote line as it came (chaos/pdsh src/pdsh/dsh.c @21f5996: outf ("%S: %s", th->host, buf)),
+# so a tab-indented line (ibstat's fields) keeps its tabs.
+_PDSH = re.compile(r"^(?P<h>[A-Za-z0-9][\w.-]{2,62}): \t*\S")
 _NOT_PDSH = re.compile(r"^(?:rank|task|line|step|epoch|iter|error|warn|info)\w*$", re.I)
 
 
@@ -352,7 +361,7 @@ def own_addresses(lines: list[str]) -> dict[str, str]:
 # a GCE instance's logs such as its serial console) and "resource" (a MonitoredResource: type
 # k8s_node has labels.node_name; gce_instance's labels.instance_id is a number, never a host:
 # https://cloud.google.com/logging/docs/api/v2/resource-list).
-_LOGENTRY_KEYS = ('"insertId"', '"logName"')
+_LOGENTRY_KEYS = ('"insertId"', '"logName"', '"involvedObject"')
 
 
 def _record_spans(lines: list[str]) -> list[tuple[int, int]]:
@@ -395,11 +404,16 @@ def _entry_host(text: str) -> str | None:
     ):
         node = res["labels"].get("node_name")
         return clean_host(node) if isinstance(node, str) else None
+    # a core/v1 Event (kubectl get events -o json): its EventSource names the reporting node
+    source = rec.get("source")
+    if "involvedObject" in rec and isinstance(source, dict) and isinstance(source.get("host"), str):
+        return clean_host(source["host"])
     return None
 
 
 def logentry_hosts(lines: list[str]) -> list[str | None]:
-    """For each line inside a Cloud Logging LogEntry record, the host that record names."""
+    """For each line inside a Cloud Logging LogEntry record (or a Kubernetes Event object), the
+    host that record names."""
     hosts: list[str | None] = [None] * len(lines)
     if not any(k in line for line in lines for k in _LOGENTRY_KEYS):
         return hosts

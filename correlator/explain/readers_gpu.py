@@ -53,8 +53,9 @@ def read_nvidia_smi(lines: list[str]) -> ReadResult:
     pci: str | None = None
     section: list[tuple[int, str]] = []  # (indent, heading) path of -q sections
     # In a full `nvidia-smi -q` document every key:value line is read here, structurally, so
-    # that status lines such as "Double Bit ECC : N/A" never reach the free-text patterns.
-    whole = any(_SMI_DOC.search(ln) for ln in lines[:40])
+    # that status lines such as "Double Bit ECC : N/A" never reach the free-text patterns; the
+    # document starts at its banner (or "Attached GPUs"), and a log pasted above it is not it.
+    start = next((i for i, ln in enumerate(lines[:40]) if _SMI_DOC.search(ln)), None)
     for i, line in enumerate(lines):
         m = _HANDLE.search(line)
         if m:
@@ -80,7 +81,7 @@ def read_nvidia_smi(lines: list[str]) -> ReadResult:
             indent, key, value = len(line) - len(line.lstrip()), line.strip(), ""
         else:
             indent, key, value = len(kv.group("indent")), kv.group("key").strip(), kv.group("value")
-        if whole:
+        if start is not None and i >= start:
             out.claimed.add(i)
         section = [(d, k) for d, k in section if d < indent]
         if value == "":

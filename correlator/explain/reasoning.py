@@ -154,7 +154,7 @@ def first_links(
     # a peer named by address is the host whose own init line shows that interface, so lines
     # naming it by address and by name count as one peer
     pairs = [
-        (addresses.get(p.lower()) or p, f)
+        (addresses.get(p.lower().split("%")[0]) or p, f)
         for f in named
         if f.verdict.culprit and (p := _as_named(f.verdict.culprit, hosts))
     ]

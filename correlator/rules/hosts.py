@@ -10,6 +10,7 @@ _WRAP = re.compile(r"^[\[(]?(?P<h>[^\]<>()\s,]+?)[\])]?(?:<\d+>|:\d+|,\s*\d+\))?
 # A cloud's instance metadata service (AWS, GCP, Azure, OpenStack): link-local like a node's
 # own RFC 3927 address (which some clusters do run on), but never a node of the job.
 _METADATA = ipaddress.ip_address("169.254.169.254")
+_ZONE = re.compile(r"[\w.-]*")
 _HOSTNAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,253}$")
 # Not a host: placeholders in pastes and loopback names.
 _PLACEHOLDERS = re.compile(
@@ -39,7 +40,10 @@ def peer_host(value: str | None) -> str | None:
     host = _bare_address(value)
     if host is None:
         m = _WRAP.match(value)
-        host = (m.group("h") if m else value).split("%")[0]  # fe80::1%ib0 -> fe80::1
+        value = m.group("h") if m else value
+        host = value.split("%")[0]  # fe80::1%ib0 -> fe80::1
+    # an IPv6 scope's zone ends where a port ("<17943>", "]:29500") begins
+    zone = z.group() if "%" in value and (z := _ZONE.match(value.split("%", 1)[1])) else ""
     if host.startswith("::ffff:"):
         host = host[len("::ffff:") :]
     if not host or "xx" in host.lower() or ".." in host or "*" in host:
@@ -57,5 +61,12 @@ def peer_host(value: str | None) -> str | None:
     if addr.is_loopback or addr.is_unspecified or addr.is_multicast or addr == _METADATA:
         return None
     if addr.is_link_local and addr.version == 6:
-        return None  # fe80::/10 is scoped to an interface: every host has the same ones
+        # fe80::/10 is scoped to one link, but its interface identifier is the port's own
+        # (RFC 4291 2.5.6 and appendix A: the modified EUI-64 of its hardware address; IPoIB,
+        # RFC 4391 8: of the port GUID), so it names the peer as well as a private IPv4 does;
+        # only a hand-set one ("fe80::1", a gateway's) is every link's same address. Its zone
+        # (RFC 4007 11: the printer's interface it is reached by) stays, as NCCL prints it.
+        if int(addr) & (2**64 - 1) < 2**16:
+            return None
+        return f"{host}%{zone}" if zone else host
     return host

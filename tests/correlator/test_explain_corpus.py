@@ -102,28 +102,12 @@ ROUND13_OPEN: set[str] = set()
 # in every wording), 648 (slurmstepd's "slurmstepd-<node>:" prefix) and 656 (PRRTE's lost remote
 # daemon) are covered by r14-rules (tests/correlator/test_rules_emitters_round14.py).
 ROUND14_OPEN: dict[str, str] = {}
-# Round fifteen's new training cases that the rules of 511c70c get wrong, each with the reason
-# (strict, as ROUND14_OPEN).
-ROUND15_OPEN: dict[str, str] = {
-    "665_nccl-bootstrap-socketstartconnect-fe80-ib1-software-caused-connection-abort.txt": (
-        "interconnect/unknown is right, but NCCL's 'socketStartConnect: Connect to "
-        "fe80::966d:ae03:a2:8cf0%ib1<17943> failed' names no culprit (the label: that peer)"
-    ),
-    "666_dockerd-nvidia-container-cli-nvml-unknown-error-nvsmi-product-brand-unknown.txt": (
-        "dockerd's msg= quoting 'nvidia-container-cli: detection error: nvml error: unknown "
-        "error', with nvidia-smi -q 'Product Brand : Unknown Error', is recognised as nothing "
-        "(the label: the node's GPU stack, node/node on ip-10-1-5-148)"
-    ),
-    "672_ibstat-roce-ports-active-mlx5-10-state-down-physical-disabled.txt": (
-        "ibstat's mlx5_10 'State: Down' / 'Physical state: Disabled' after two Active RoCE "
-        "ports is recognised as nothing (the label: an IB port down, interconnect/infra)"
-    ),
-    "677_kubelet-event-outofephemeral-storage-capacity-0-host-kube10.txt": (
-        "the kubelet event 'OutOfephemeral-storage' ('Node didn't have enough resource: "
-        "ephemeral-storage, ... capacity: 0', source host kube10) is read as scheduler/infra "
-        "with no culprit (the label: the node's kubelet, node/node on kube10)"
-    ),
-}
+# Round fifteen's new training cases that the rules of 511c70c got wrong (strict, as
+# ROUND14_OPEN). 665 (a link-local IPv6 peer), 666 (a log pasted above an nvidia-smi -q
+# document), 672 (ibstat's port states) and 677 (an admission with no allocatable at all, and
+# an Event's source host) are covered by r15-rules
+# (tests/correlator/test_rules_emitters_round15.py).
+ROUND15_OPEN: dict[str, str] = {}
 _OPEN = {
     **{f: "round twelve: written before the rules that cover it" for f in ROUND12_OPEN},
     **{f: "round thirteen: written before the rules that cover it" for f in ROUND13_OPEN},

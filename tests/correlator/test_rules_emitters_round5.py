@@ -49,10 +49,20 @@ def test_several_hosts_failing_towards_different_peers_name_nobody() -> None:
     assert explain_text(text).node is None
 
 
-def test_a_link_local_peer_is_never_the_shared_culprit() -> None:
-    # NCCL prints an IPv6 link-local peer with its interface ("fe80::...%ib0"): not a host
+def test_a_link_local_peer_from_its_port_is_the_shared_culprit_with_its_zone() -> None:
+    # NCCL prints an IPv6 link-local peer with the interface it is reached by ("fe80::...%ib0");
+    # its interface identifier is the peer port's own (RFC 4291 appendix A, RFC 4391 8), so it
+    # names that port; round five read every fe80::/10 address as no host at all
     text = _IB_OLD.format(host="gpu-01", peer="fe80::966d:ae03:8b:df78%ib0") + _IB_OLD.format(
         host="gpu-02", peer="fe80::966d:ae03:8b:df78%ib0"
+    )
+    assert explain_text(text).node == "fe80::966d:ae03:8b:df78%ib0"
+
+
+def test_a_hand_set_link_local_peer_is_never_the_shared_culprit() -> None:
+    # "fe80::1" (a gateway's, set by hand) is the same address on every link: no one host
+    text = _IB_OLD.format(host="gpu-01", peer="fe80::1%ib0") + _IB_OLD.format(
+        host="gpu-02", peer="fe80::1%ib0"
     )
     assert explain_text(text).node is None
 
