@@ -33,9 +33,11 @@ figures the rules round twelve left (main at f0e5281) scored on every split of t
 round thirteen's new cases, measured before round thirteen changed any rule
 (benchmarks/explain_round12.json), "round13": the figures the rules round thirteen left
 (main at 02b7fc8) scored on every split of the corpus with round fourteen's new cases, measured
-before round fourteen changed any rule (benchmarks/explain_round13.json), and "round14": the
+before round fourteen changed any rule (benchmarks/explain_round13.json), "round14": the
 figures the rules of main at 511c70c scored on every split of the corpus with round fifteen's
-new cases, measured before round fifteen changed any rule (benchmarks/explain_round14.json).
+new cases, measured before round fifteen changed any rule (benchmarks/explain_round14.json), and
+"round15": the figures the rules of main at 0e5a9c3 scored on every split of the corpus,
+measured before round sixteen changed any rule (benchmarks/explain_round15.json).
 "validation_3": a second held-out split gathered in round three from sources no other case
 uses, labelled and scored with round two's rules before any rule of round three was written;
 "validation_4": a third one, gathered in round eight from sources no other case uses, labelled
@@ -86,6 +88,7 @@ ROUND11 = Path(__file__).resolve().parent / "explain_round11.json"
 ROUND12 = Path(__file__).resolve().parent / "explain_round12.json"
 ROUND13 = Path(__file__).resolve().parent / "explain_round13.json"
 ROUND14 = Path(__file__).resolve().parent / "explain_round14.json"
+ROUND15 = Path(__file__).resolve().parent / "explain_round15.json"
 _SPLITS = (
     "training",
     "validation",
@@ -265,6 +268,7 @@ def run(argv: list[str]) -> dict[str, Any]:
             ("round12", ROUND12),
             ("round13", ROUND13),
             ("round14", ROUND14),
+            ("round15", ROUND15),
         )
         for key, path in frozen:
             if path.exists():
