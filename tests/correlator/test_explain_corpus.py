@@ -62,6 +62,10 @@ VALIDATION_9_SHA256 = "3009ecbaeee0b1515da785964e3c98b1e5a70e6e933d6a0eb1b73ddde
 # the 20 sorted new sources after random.Random(20).shuffle, drawn before any rule of round
 # fifteen and scored once with the rules of 511c70c): never move a case in or out.
 VALIDATION_10_SHA256 = "0a1aadd6b50823b865c11e451fa3a637df8ac7aaf1d9d9bfbd2eecb25a740834"
+# sha256 of the sorted validation_11 sources (round sixteen's held-out split: the first half of
+# the 20 sorted new sources after random.Random(22).shuffle, drawn before any rule of round
+# sixteen and scored once with the rules of 0e5a9c3): never move a case in or out.
+VALIDATION_11_SHA256 = "2770593a9a1b817c9141ce646552d0b553df74733eef820c3a646400d14bb548"
 HELD_OUT = (
     "validation",
     "validation_3",
@@ -72,6 +76,7 @@ HELD_OUT = (
     "validation_8",
     "validation_9",
     "validation_10",
+    "validation_11",
 )
 # A bare SIGBUS: the signal reasoner (correlator/rules/signals.py) reads it as /dev/shm too small
 # (oom_host) and leaves blame unknown, since a hardware memory error (BUS_MCEERR) also ends a
@@ -108,11 +113,36 @@ ROUND14_OPEN: dict[str, str] = {}
 # an Event's source host) are covered by r15-rules
 # (tests/correlator/test_rules_emitters_round15.py).
 ROUND15_OPEN: dict[str, str] = {}
+# Round sixteen's new training cases that the rules of 0e5a9c3 get wrong, each with the reason
+# (strict, as ROUND15_OPEN).
+ROUND16_OPEN: dict[str, str] = {
+    "681_nccl-fastsocket-warn-max-retry-then-connected-after-1000-retries.txt": (
+        "the fastsocket plugin's 'NCCL WARN Maximum retry reached for accept/connect 3', followed "
+        "by 'NET/FastSocket : Connected after 1000 retries', is read as interconnect/unknown "
+        "(the label: the connections were made, nothing to explain, category null)"
+    ),
+    "689_sinfo-n-drain-star-hpc-f01-05-16-drain-down-nodes.txt": (
+        "a one-line 'sinfo -N' table with hpc-f01-05-16 'drain*', three nodes 'drain' and two "
+        "'down' is recognised as nothing (the label: nodes out of service, node/node, no single "
+        "culprit)"
+    ),
+    "691_hydra-pid-running-at-iiplab-ws1-exit-code-139-mpiexec-on-ws2.txt": (
+        "user_code/job is right, but Hydra's '= PID 4774 RUNNING AT IIPLab-WS1' block with '= "
+        "EXIT CODE: 139' (proxy and mpiexec on IIPLab-WS2) names no culprit (the label: "
+        "IIPLab-WS1)"
+    ),
+    "696_journal-nv-fabricmanager-nv-warn-nothing-to-do-failed-leon-nf5468m6.txt": (
+        "journal lines on leon-NF5468M6 where nv-fabricmanager's NVSwitch query fails "
+        "(NV_WARN_NOTHING_TO_DO) and nvidia-fabricmanager.service exits status=1/FAILURE are "
+        "recognised as nothing (the label: the node's GPU stack, node/node on leon-NF5468M6)"
+    ),
+}
 _OPEN = {
     **{f: "round twelve: written before the rules that cover it" for f in ROUND12_OPEN},
     **{f: "round thirteen: written before the rules that cover it" for f in ROUND13_OPEN},
     **{f: f"round fourteen: {why}" for f, why in ROUND14_OPEN.items()},
     **{f: f"round fifteen: {why}" for f, why in ROUND15_OPEN.items()},
+    **{f: f"round sixteen: {why}" for f, why in ROUND16_OPEN.items()},
 }
 TRAINING_PARAMS = [
     pytest.param(
@@ -127,7 +157,7 @@ TRAINING_PARAMS = [
 
 
 # The flags of the rounds that added training cases after the split (rounds 6 and 7 added none).
-_ROUND_FLAGS = tuple(f"round{i}" for i in (3, 4, 5, 8, 9, 10, 11, 12, 13, 14, 15))
+_ROUND_FLAGS = tuple(f"round{i}" for i in (3, 4, 5, 8, 9, 10, 11, 12, 13, 14, 15, 16))
 
 
 def test_corpus_has_300_sourced_cases_from_150_sources_covering_every_category() -> None:
@@ -184,7 +214,7 @@ def test_validation_3_is_frozen_and_shares_no_source_with_the_other_splits() -> 
 
 # Each later held-out split was drawn together with one round's training cases (the first half,
 # rounded up, of that round's sorted and shuffled sources) and frozen by its sources' hash; the
-# last number is the fewest cases the split may hold (rounds fourteen and fifteen drew 10 of 20).
+# last number is the fewest cases the split may hold (rounds fourteen to sixteen drew 10 of 20).
 _DRAWN_WITH = {
     "validation_4": ("round8", VALIDATION_4_SHA256, 12),
     "validation_5": ("round10", VALIDATION_5_SHA256, 12),
@@ -193,6 +223,7 @@ _DRAWN_WITH = {
     "validation_8": ("round13", VALIDATION_8_SHA256, 12),
     "validation_9": ("round14", VALIDATION_9_SHA256, 10),
     "validation_10": ("round15", VALIDATION_10_SHA256, 10),
+    "validation_11": ("round16", VALIDATION_11_SHA256, 10),
 }
 
 
@@ -280,7 +311,7 @@ def test_bench_explain_keeps_the_four_figures_and_adds_splits_and_before() -> No
     assert {"n", "category_accuracy", "blame_accuracy", "node_accuracy"} <= set(result)
     assert result["n"] == len(LABELS)
     frozen = ("before", *(f"round{i}" for i in (1, 2, 3, 4, 5, 7, 8, 9, 10, 11, 12, 13, 14, 15)))
-    added = tuple(f"training_added_round{i}" for i in (8, 9, 10, 11, 12, 13, 14, 15))
+    added = tuple(f"training_added_round{i}" for i in (8, 9, 10, 11, 12, 13, 14, 15, 16))
     scored = ("training", *HELD_OUT, "training_added_after_split", *added)
     for split in (*scored, "validation_new_sources", *frozen):
         assert split in result, split
@@ -343,10 +374,9 @@ _FROZEN_BEFORE = (
     ("round11", HELD_OUT[:6], "round12"),  # 9ea726b: and validation_7
     ("round12", HELD_OUT[:7], "round13"),  # f0e5281: every split then (training has grown since)
     ("round13", HELD_OUT[:8], "round14"),  # 02b7fc8: every split then (training has grown since)
-    ("round14", (*HELD_OUT, "training"), "round15"),  # 511c70c: every split
+    ("round14", HELD_OUT[:9], "round15"),  # 511c70c: every split then (training has grown since)
+    ("round15", (*HELD_OUT, "training"), "round16"),  # 0e5a9c3: every split
 )
-# The rules of main at 0e5a9c3, frozen on every split before round sixteen changed any rule.
-_FROZEN_LAST = ("round15", (*HELD_OUT, "training", "training_added_round15"))
 
 
 def _later_rounds_scored_every_split_before_their_rules(result: dict[str, Any]) -> None:
@@ -356,9 +386,6 @@ def _later_rounds_scored_every_split_before_their_rules(result: dict[str, Any]) 
             assert result[frozen][split]["n"] == result[split]["n"], (frozen, split)
         cases = [c for c in LABELS if c.get(later)]
         assert result[f"training_added_{later}"]["n"] == len(cases) >= 10
-    frozen, splits = _FROZEN_LAST
-    for split in splits:
-        assert result[frozen][split]["n"] == result[split]["n"], (frozen, split)
 
 
 def test_bench_explain_scores_one_split_alone_and_lists_only_training_misses() -> None:

@@ -27,6 +27,7 @@ from tests.correlator.test_explain_corpus import (
     ROUND13_OPEN,
     ROUND14_OPEN,
     ROUND15_OPEN,
+    ROUND16_OPEN,
     TRAINING,
 )
 
@@ -41,6 +42,7 @@ NAMED = [
     and c["file"] not in ROUND13_OPEN
     and c["file"] not in ROUND14_OPEN
     and c["file"] not in ROUND15_OPEN
+    and c["file"] not in ROUND16_OPEN
 ]
 PAIRS = [(c, name) for c in NAMED for name in CONVENTIONS]
 
