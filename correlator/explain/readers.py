@@ -137,7 +137,12 @@ def joined_rests(lines: list[str]) -> tuple[list[str], dict[str, str]]:
     return out, verbatim
 
 
-def _fallback(lines: list[str], skip: set[int], hints: list[str | None]) -> list[Event]:
+def _fallback(
+    lines: list[str], skip: set[int], hints: list[str | None], bare: list[str] | None = None
+) -> list[Event]:
+    """Events of the lines a pattern rule reads, each line read as delivered (its pdsh prefix
+    on) and, when that reads nothing, as `bare` has it: a rule anchored at the line's start
+    (a Python exception's "ValueError: ...") reads a relayed line only without its prefix."""
     events: list[Event] = []
     i = 0
     while i < len(lines):
@@ -145,7 +150,9 @@ def _fallback(lines: list[str], skip: set[int], hints: list[str | None]) -> list
         if i in skip or not line.strip():
             i += 1
             continue
-        rule, raw, at = _first_rule(line), line, i
+        rule, raw, at, message = _first_rule(line), line, i, line.strip()
+        if rule is None and bare is not None and bare[i] != line:
+            rule, message = _first_rule(bare[i]), bare[i].strip()
         nxt = lines[i + 1] if i + 1 < len(lines) else ""
         if rule is None and i + 1 not in skip and _continues(line, nxt):
             joined = f"{line.rstrip()} {nxt.strip()}"  # a terminal-wrapped line
@@ -154,9 +161,8 @@ def _fallback(lines: list[str], skip: set[int], hints: list[str | None]) -> list
                 i += 1
         if rule is not None:
             node = hints[at] or host_in_line(line)
-            events.append(
-                _event(EventKind.OTHER, raw, raw.strip(), node=node, payload={"pattern": rule})
-            )
+            text = raw.strip() if raw != line else message
+            events.append(_event(EventKind.OTHER, raw, text, node=node, payload={"pattern": rule}))
         i += 1
     return events
 
@@ -294,7 +300,8 @@ def read_delivered(text: str) -> tuple[list[Event], list[str], Delivered]:
     }
     # the pattern rules read the pdsh prefix too; without one, both readings are the same
     joined, verbatim = (bare, verbatim) if source is lines else joined_rests(lines)
-    events = structured.events + parsed + _verbatim(_fallback(joined, skip, hints), verbatim)
+    fallback = _fallback(joined, skip, hints, None if source is lines else bare)
+    events = structured.events + parsed + _verbatim(fallback, verbatim)
     _attach_hosts(events, (bare, lines), hints)
     _labelled(events, delivered.labels)
     hosts = [h for i, ln in enumerate(lines) if (h := hints[i] or host_in_line(ln))]

@@ -165,3 +165,30 @@ def test_hydra_connect_failure_names_the_host_it_dialled_not_the_local_one() -> 
         "[mpiexec@login-01] main (mpiexec/mpiexec.c:360): error waiting for event\n"
     )
     assert _verdict(text) == ("interconnect", "unknown", "gpu-a-07")
+
+
+# pdsh relays each remote line as "%S: %s" (chaos/pdsh src/pdsh/dsh.c): a Python exception's
+# line is read without the prefix too, since the exception rule reads a line from its start
+_RELAYED = (
+    "{h}: Traceback (most recent call last):\n"
+    '{h}:   File "train.py", line 10, in <module>\n'
+    "{h}:     main()\n"
+    "{h}: ValueError: bad shape (3, 4)\n"
+)
+
+
+def test_a_traceback_relayed_by_pdsh_is_the_relaying_hosts_exception() -> None:
+    text = _RELAYED.format(h="gpu-a-07") + "pdsh@login-01: gpu-a-07: ssh exited with exit code 1\n"
+    got = explain_text(text)
+    assert (got.category, got.blame, got.node) == ("user_code", "job", "gpu-a-07")
+    assert got.evidence[0] == "gpu-a-07: ValueError: bad shape (3, 4)"  # quoted as delivered
+
+
+def test_a_relayed_traceback_outranks_another_hosts_ssh_exit() -> None:
+    # the exception is what ended the job on gpu-a-07; gpu-a-09 was stopped with it
+    text = (
+        _RELAYED.format(h="gpu-a-07")
+        + "pdsh@login-01: gpu-a-07: ssh exited with exit code 1\n"
+        + "pdsh@login-01: gpu-a-09: ssh exited with exit code 143\n"
+    )
+    assert _verdict(text) == ("user_code", "job", "gpu-a-07")
