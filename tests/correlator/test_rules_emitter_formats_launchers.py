@@ -310,3 +310,19 @@ def test_a_launchers_negative_exit_decodes_only_for_the_standard_signals() -> No
     assert decode(255, mod256=True) == (None, 255)
     assert decode(200, mod256=True) == (None, 200)
     assert decode(247) == (None, 247)
+
+
+# openssh-portable sshconnect.c ssh_connect_direct: error("ssh: connect to host %s port %s: %s",
+# host, strport, errno == 0 ? "failure" : strerror(errno)); ssh then exits 255
+@pytest.mark.parametrize(
+    "why",
+    ["Connection refused", "Connection timed out", "No route to host", "Network is unreachable"],
+)
+@pytest.mark.parametrize(("host", "port"), [("gpu-a-07", 22), ("10.0.3.17", 2222)])
+def test_ssh_that_cannot_reach_a_node_names_that_node(why: str, host: str, port: int) -> None:
+    got = explain_text(f"ssh: connect to host {host} port {port}: {why}\n")
+    assert (got.category, got.blame, got.node) == ("node", "node", host)
+
+
+def test_ssh_reaching_a_node_is_not_a_fault() -> None:
+    assert explain_text("debug1: Connecting to gpu-a-07 [10.0.3.17] port 22.\n").category is None
