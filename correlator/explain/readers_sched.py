@@ -18,7 +18,7 @@ from timeline.models import Event, EventKind
 _DASHES = re.compile(r"^[\s-]+$")
 
 
-def _single_host(nodelist: str | None) -> str | None:
+def single_host(nodelist: str | None) -> str | None:
     """A node list that is one plain host name ('node[1-4]' or 'a,b' name none)."""
     if not nodelist or any(c in nodelist for c in "[],"):
         return None
@@ -124,7 +124,7 @@ def _sacct_rows(
                 lines[j],
                 state,
                 cell,
-                node=_single_host(cell.get("nodelist")),
+                node=single_host(cell.get("nodelist")),
                 scope="sacct",
             )
         )
@@ -318,15 +318,15 @@ def _row_host(table: _Table, line: str) -> str | None:
     """The host a row of `table` names in the host column, when the row's cells settle it."""
     cells = line.split()
     if table.names is None:
-        return _single_host(cells[table.col]) if -len(cells) <= table.col < len(cells) else None
+        return single_host(cells[table.col]) if -len(cells) <= table.col < len(cells) else None
     padded = _COLUMNS.split(line.strip())
     for row in (padded, cells):  # a paste may keep one space between cells
         if len(row) == len(table.names):
-            return _single_host(row[table.col])
+            return single_host(row[table.col])
     # the cells ran together somewhere: the value that starts under the column's name
     at = table.at
     if 0 <= at < len(line) and not line[at].isspace() and (at == 0 or line[at - 1].isspace()):
-        return _single_host(line[at:].split()[0])
+        return single_host(line[at:].split()[0])
     return None
 
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 
 from correlator.explain.readers_gpu import ReadResult
-from correlator.explain.readers_sched import QUIET_STATES, _single_host, job_state_event
+from correlator.explain.readers_sched import QUIET_STATES, job_state_event, single_host
 from correlator.rules import first_rule
 
 _STATE = re.compile(r"(?:^|\s)JobState=(?P<state>[A-Z][A-Z_]+)\b")
@@ -68,6 +68,6 @@ def read_scontrol_job(lines: list[str]) -> ReadResult:
             continue
         out.claimed.add(i)
         fields = _fields(_block(lines, i))
-        node = _single_host(fields.get("nodelist"))
+        node = single_host(fields.get("nodelist"))
         out.events.append(job_state_event(line, m["state"], fields, node=node, scope="scontrol"))
     return out

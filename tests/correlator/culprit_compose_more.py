@@ -60,7 +60,7 @@ MORE_DELIVERY: dict[str, str] = {
 _KUBE = ("kubectl_prefix", "kubectl_prefix_ts")
 
 
-def _smi_ecc(host: str) -> str:
+def smi_ecc(host: str) -> str:
     """`pdsh -w host nvidia-smi -q -d ECC`: a volatile uncorrectable DRAM count on one GPU."""
     keys = ("SRAM Correctable", "SRAM Uncorrectable Parity", "SRAM Uncorrectable SEC-DED")
     keys += ("DRAM Correctable", "DRAM Uncorrectable")
@@ -151,7 +151,7 @@ def compose_more(fault: str, convention: str, victims: int, where: str, seed: in
     ends = [sum(len(b) for b in blocks[: k + 1]) for k in range(len(blocks))]
     ip = f"10.{rng.randrange(1, 250)}.{rng.randrange(1, 250)}.{rng.randrange(2, 250)}"
     p = delivery.format(h=culprit, r=9, s=5)
-    subs = {"c": culprit, "ip": ip, "p": p, "v0": hosts[0], "smi": _smi_ecc(culprit)}
+    subs = {"c": culprit, "ip": ip, "p": p, "v0": hosts[0], "smi": smi_ecc(culprit)}
     own = f.own.format(**subs).split("\n") if f.own else []
     about = [
         f.about.format(v=v, c=culprit, ip=ip, q=delivery.format(h=v, r=i + 1, s=6))

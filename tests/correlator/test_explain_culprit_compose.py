@@ -19,8 +19,8 @@ from tests.correlator.culprit_compose import (
 )
 from tests.correlator.culprit_compose_more import (
     MORE_FAULTS,
-    _smi_ecc,
     compose_more,
+    smi_ecc,
     timeouts_and_teardown,
 )
 
@@ -132,5 +132,5 @@ def test_nvidia_smi_q_through_pdsh_is_read_and_names_its_host() -> None:
         "gpu-02: [rank1]:[E301 ProcessGroupNCCL.cpp:616] [Rank 1] Watchdog caught collective "
         "operation timeout: WorkNCCL(SeqNum=9, OpType=ALLREDUCE) ran for 600008 milliseconds\n"
     )
-    got = explain_text(watchdog * 2 + _smi_ecc("gpu-07") + "\n")
+    got = explain_text(watchdog * 2 + smi_ecc("gpu-07") + "\n")
     assert (got.category, got.blame, got.node) == ("gpu_hardware", "node", "gpu-07")
