@@ -28,6 +28,9 @@ _AER_STATUS = re.compile(
 )
 _AER_BIT = re.compile(r"^\[\s*(?P<bit>\d+)\s*\] (?P<name>\w+)\s*(?P<first>\(First\))?")
 _AER_OUTCOME = re.compile(r"can't recover|recovery failed|link has been reset|Root Port link", re.I)
+# aer_probe's pci_info(port, "enabled with IRQ %d\n") under pr_fmt "AER: " (torvalds/linux
+# drivers/pci/pcie/aer.c @d83d886e69): the service starting at boot, no error
+_AER_SETUP = re.compile(r"enabled with IRQ \d+\s*$")
 
 
 def _aer_severity(text: str) -> Severity:
@@ -69,7 +72,7 @@ def aer(msg: str) -> Match | None:
         payload.update(
             detail=True, bit=int(bit["bit"]), error=bit["name"], first=bool(bit["first"])
         )
-    elif not m["aer"]:
+    elif not m["aer"] or _AER_SETUP.match(rest):
         return None
     elif _AER_OUTCOME.search(rest):
         sev = Severity.ERROR
