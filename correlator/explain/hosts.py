@@ -88,9 +88,10 @@ _LINE_PATTERNS: tuple[re.Pattern[str], ...] = (
     # journald / syslog (RFC 3164 and journalctl's short-iso): "Nov 22 12:00:00 gpu-07 kernel: ...",
     # "Feb 02 09:51:48 gpu-07 slurmd[12912]: ...": timestamp, host, any program tag with its pid;
     # also behind a pdsh/clush "host: " prefix ("gpu-07: Feb 02 09:51:48 gpu-07 kernel: ...");
-    # an ISO stamp finer than microseconds is kubectl's or docker's, never journalctl's
+    # an ISO stamp finer than microseconds is kubectl's or docker's, never journalctl's; the
+    # month is strftime's %b in the reader's locale ("Nov", "nov.", "Mär", "ноя", "11月")
     re.compile(
-        r"^(?:[\w.-]+: )?(?:[A-Z][a-z]{2} +\d{1,2} \d\d:\d\d:\d\d(?:\.\d+)?|"
+        r"^(?:[\w.-]+: )?(?:(?:[^\W\d_]{3,4}\.?|\d{1,2}月) +\d{1,2} \d\d:\d\d:\d\d(?:\.\d+)?|"
         r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?!\.\d{7})\S*) "
         r"(?P<h>[A-Za-z0-9][\w.-]*) [\w./@-]{1,64}(?:\[\d+\])?: "
     ),

@@ -114,27 +114,14 @@ ROUND14_OPEN: dict[str, str] = {}
 # (tests/correlator/test_rules_emitters_round15.py).
 ROUND15_OPEN: dict[str, str] = {}
 # Round sixteen's new training cases that the rules of 0e5a9c3 get wrong, each with the reason
-# (strict, as ROUND15_OPEN).
+# (strict, as ROUND15_OPEN). 681 (FastSocket's flow-placement fallback), 689 (sinfo rows run
+# together on one line) and 696 (Fabric Manager failing to start, in a zh_CN journal) are covered
+# by r16-rules (tests/correlator/test_rules_emitters_round16.py).
 ROUND16_OPEN: dict[str, str] = {
-    "681_nccl-fastsocket-warn-max-retry-then-connected-after-1000-retries.txt": (
-        "the fastsocket plugin's 'NCCL WARN Maximum retry reached for accept/connect 3', followed "
-        "by 'NET/FastSocket : Connected after 1000 retries', is read as interconnect/unknown "
-        "(the label: the connections were made, nothing to explain, category null)"
-    ),
-    "689_sinfo-n-drain-star-hpc-f01-05-16-drain-down-nodes.txt": (
-        "a one-line 'sinfo -N' table with hpc-f01-05-16 'drain*', three nodes 'drain' and two "
-        "'down' is recognised as nothing (the label: nodes out of service, node/node, no single "
-        "culprit)"
-    ),
     "691_hydra-pid-running-at-iiplab-ws1-exit-code-139-mpiexec-on-ws2.txt": (
         "user_code/job is right, but Hydra's '= PID 4774 RUNNING AT IIPLab-WS1' block with '= "
         "EXIT CODE: 139' (proxy and mpiexec on IIPLab-WS2) names no culprit (the label: "
         "IIPLab-WS1)"
-    ),
-    "696_journal-nv-fabricmanager-nv-warn-nothing-to-do-failed-leon-nf5468m6.txt": (
-        "journal lines on leon-NF5468M6 where nv-fabricmanager's NVSwitch query fails "
-        "(NV_WARN_NOTHING_TO_DO) and nvidia-fabricmanager.service exits status=1/FAILURE are "
-        "recognised as nothing (the label: the node's GPU stack, node/node on leon-NF5468M6)"
     ),
 }
 _OPEN = {
