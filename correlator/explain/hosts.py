@@ -256,6 +256,14 @@ def _pdsh_host(line: str) -> str | None:
     return clean_host(h)
 
 
+def shared_prefix(line: str, nxt: str) -> str:
+    """`nxt` without the pdsh-style "host: " prefix `line` opens with too (pdsh relays each
+    remote line behind it, so a help text's wrapped tail carries it again), else `nxt`."""
+    m = _PDSH.match(line)
+    pre = f"{m.group('h')}: " if m and _pdsh_host(line) else ""
+    return nxt[len(pre) :] if pre and nxt.startswith(pre) else nxt
+
+
 _MIN_LOGGED = 20  # characters a host's line carries after its prefix, to count as a log line
 # The relayed line's own clock right after the prefix ("gpu-02: [2024-03-20 20:31:29,269] [ERROR]
 # ...", DeepSpeed's logger format, deepspeed/utils/logging.py @edaa7221): one such line is

@@ -13,7 +13,13 @@ import re
 from collector.health import SourceHealth
 from collector.parse.joblog import parse_job_text, with_label
 from collector.parse.kernel import parse_kernel_text
-from correlator.explain.hosts import clean_host, host_in_line, logentry_hosts, prefix_hosts
+from correlator.explain.hosts import (
+    clean_host,
+    host_in_line,
+    logentry_hosts,
+    prefix_hosts,
+    shared_prefix,
+)
 from correlator.explain.readers_gpu import (
     ReadResult,
     _event,
@@ -137,6 +143,18 @@ def joined_rests(lines: list[str]) -> tuple[list[str], dict[str, str]]:
     return out, verbatim
 
 
+def _wraps(line: str, nxt: str, delivered: str) -> bool:
+    """Whether `nxt` (the next line, a shared pdsh prefix taken off) is the wrapped rest of
+    `line`: _continues, or a wrap-long line whose whole names a node that the rest as delivered
+    does not (prterun's "... on node H exited on" / "signal 11 (Segmentation fault).")."""
+    if _continues(line, nxt):
+        return True
+    if len(line.rstrip()) < _WRAP_AT or not nxt.strip():
+        return False
+    whole = _first_rule(f"{line.rstrip()} {nxt.strip()}")
+    return whole in _READS_A_NODE and whole != _first_rule(delivered)
+
+
 def _fallback(
     lines: list[str], skip: set[int], hints: list[str | None], bare: list[str] | None = None
 ) -> list[Event]:
@@ -150,19 +168,23 @@ def _fallback(
         if i in skip or not line.strip():
             i += 1
             continue
-        rule, raw, at, message = _first_rule(line), line, i, line.strip()
+        rule, raw, msg, at = _first_rule(line), line, line, i
         if rule is None and bare is not None and bare[i] != line:
-            rule, message = _first_rule(bare[i]), bare[i].strip()
-        nxt = lines[i + 1] if i + 1 < len(lines) else ""
-        if rule is None and i + 1 not in skip and _continues(line, nxt):
+            rule, msg = _first_rule(bare[i]), bare[i]
+        # a wrapped tail relayed by pdsh carries the same "host: " prefix as its head: the rules
+        # read the tail without it, the evidence quotes both lines as delivered
+        tail = lines[i + 1] if i + 1 < len(lines) else ""
+        nxt = shared_prefix(line, tail)
+        if rule is None and i + 1 not in skip and _wraps(line, nxt, tail):
             joined = f"{line.rstrip()} {nxt.strip()}"  # a terminal-wrapped line
-            rule, raw = _first_rule(joined), f"{line}\n{nxt}"
+            rule, raw, msg = _first_rule(joined), f"{line}\n{tail}", f"{line}\n{nxt}"
             if rule is not None:
                 i += 1
         if rule is not None:
             node = hints[at] or host_in_line(line)
-            text = raw.strip() if raw != line else message
-            events.append(_event(EventKind.OTHER, raw, text, node=node, payload={"pattern": rule}))
+            events.append(
+                _event(EventKind.OTHER, raw, msg.strip(), node=node, payload={"pattern": rule})
+            )
         i += 1
     return events
 

@@ -272,6 +272,30 @@ class _Table:
     at: int = -1
 
 
+# MPICH Hydra's BAD TERMINATION block (pmodels/mpich src/pm/hydra/mpiexec/pmiserv_cb.c
+# @6a79bf6575: "=   PID %d RUNNING AT %s" then "=   EXIT CODE: %d"; Intel MPI's Hydra "=   RANK %d
+# PID %d RUNNING AT %s" then "=   KILLED BY SIGNAL: %d (%s)"): the block's later "=" lines are
+# about the process RUNNING AT that host
+_HYDRA_AT = re.compile(
+    r"^\s*=\s+(?:RANK \d+ )?PID \d+ RUNNING AT (?:[\w.-]+@)?(?P<h>[A-Za-z0-9][\w.-]*)\s*$"
+)
+
+
+def hydra_block_hosts(lines: list[str]) -> list[str | None]:
+    """For each line of a Hydra termination block below its RUNNING AT line, that line's host."""
+    out: list[str | None] = [None] * len(lines)
+    host: str | None = None
+    for i, line in enumerate(lines):
+        m = _HYDRA_AT.match(line)
+        if m:
+            host = clean_host(m.group("h"))
+        elif not line.lstrip().startswith("="):
+            host = None  # the block ended
+        else:
+            out[i] = host
+    return out
+
+
 def context_hosts(lines: list[str]) -> list[str | None]:
     """For each line, the host its table row or `kubectl describe node` block is about."""
     hints: list[str | None] = [None] * len(lines)
@@ -299,6 +323,8 @@ def context_hosts(lines: list[str]) -> list[str | None]:
             hints[i] = _row_host(table, line)
             continue
         hints[i] = pod_row_host(line) or block
+    for i, host in enumerate(hydra_block_hosts(lines)):
+        hints[i] = hints[i] or host
     for i, host in enumerate(prefix_hosts(lines)):
         hints[i] = hints[i] or host
     return hints
