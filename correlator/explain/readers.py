@@ -16,10 +16,10 @@ from collector.parse.kernel import parse_kernel_text
 from correlator.explain.hosts import (
     clean_host,
     host_in_line,
-    logentry_hosts,
     prefix_hosts,
     shared_prefix,
 )
+from correlator.explain.hosts_records import logentry_hosts
 from correlator.explain.readers_gpu import (
     ReadResult,
     _event,
