@@ -199,8 +199,8 @@ def _validator(lines: list[str]) -> str:
     return "".join(f"{line}\n" for line in lines)
 
 
-def gpuop_validator_logs() -> list[Any]:
-    """The validator's init containers' logs for each validation failing."""
+def _driver_validation_logs() -> list[list[str]]:
+    """The driver validation's init container logs: nvidia-smi failing, no driver found."""
     smi_fail = (
         "Failed to initialize NVML: Driver/library version mismatch",
         "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. Make sure "
@@ -249,6 +249,12 @@ def gpuop_validator_logs() -> list[Any]:
                 ),
             ]
         )
+    return logs
+
+
+def gpuop_validator_logs() -> list[Any]:
+    """The validator's init containers' logs for each validation failing."""
+    logs = _driver_validation_logs()
     for i in range(2):
         logs.append(
             [

@@ -149,3 +149,40 @@ def test_srun_names_the_node_of_its_tasks_only_when_the_hostlist_is_one_host(
     # launch.c prints one hostlist for every task that ended alike: a range blames no one node
     got = explain_text(f"srun: error: {hosts}: tasks 0-7: Out Of Memory\n")
     assert (got.category, got.blame, got.node) == ("oom_host", "job", node)
+
+
+def _verdict(text: str) -> tuple[str | None, str, str | None]:
+    got = explain_text(text)
+    return got.category, got.blame, got.node
+
+
+_NODE_FAILURE = (
+    "srun: Job step aborted: Waiting up to 32 seconds for job step to finish.\n"
+    + "slurmstepd: error: "
+    + "*** STEP 4242.0 ON gpu-a-03 CANCELLED AT 2021-03-02T10:11:12 DUE TO NODE FAILURE, "
+    "SEE SLURMCTLD LOG FOR DETAILS ***\n"
+)
+
+
+def test_a_step_cancelled_for_a_node_failure_blames_a_node_but_not_the_one_it_names() -> None:
+    # SchedMD/slurm src/slurmd/slurmstepd/req.c (_handle_signal_container, SIG_NODE_FAIL) puts
+    # its own node (job->node_name) after ON; slurmctld (src/slurmctld/job_mgr.c
+    # kill_running_job_by_node_name: "Killing %pJ on failed node %s", then deallocate_nodes)
+    # signals the step's nodes that still answer, so gpu-a-03 survived: a node failed, not it
+    assert _verdict(_NODE_FAILURE) == ("node", "node", None)
+
+
+@pytest.mark.parametrize(
+    "ctld",
+    [
+        # job_mgr.c kill_running_job_by_node_name, %pJ printing "JobId=%u"
+        "[2021-03-02T10:11:10.123] Killing JobId=4242 on failed node gpu-a-04",
+        # ping_nodes.c: error("Nodes %s not responding, setting DOWN", host_str)
+        "[2021-03-02T10:11:10.123] error: Nodes gpu-a-04 not responding, setting DOWN",
+    ],
+)
+def test_a_node_failure_cancel_takes_its_culprit_from_the_line_naming_the_failed_node(
+    ctld: str,
+) -> None:
+    assert _verdict(ctld + "\n" + _NODE_FAILURE) == ("node", "node", "gpu-a-04")
+    assert _verdict(_NODE_FAILURE + ctld + "\n") == ("node", "node", "gpu-a-04")
