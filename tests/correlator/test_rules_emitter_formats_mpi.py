@@ -95,6 +95,31 @@ def _launcher(key: str, src: str, body: tuple[str, ...], want: Any, **values: An
     )
 
 
+def _node_died(key: str, rte: str, daemon: str, fams: tuple[int, ...]) -> Fmt:
+    """help-errmgr-base.txt [node-died] as ORTE and PRRTE print it, with their daemon names
+    (`daemon` with "#" where the daemon's vpid goes)."""
+    return _launcher(
+        f"{key}-node-died",
+        ERRMGR,
+        (
+            DASH,
+            f"{rte} has lost communication with a remote daemon.",
+            "",
+            "  HNP daemon   : " + daemon.replace("#", "0") + " on node {hnp}",
+            "  Remote daemon: " + daemon.replace("#", "{vpid}") + " on node {host}",
+            "",
+            "This is usually due to either a failure of the TCP network",
+            "connection to the node, or possibly an internal failure of",
+            "the daemon itself. We cannot recover from this failure, and",
+            "therefore will terminate the job.",
+            DASH,
+        ),
+        NET,
+        fam=fams,
+        vpid=(1, 7, 31),
+    )
+
+
 def _aborted(key: str, who: str, wrap: bool) -> list[Fmt]:
     tail = (
         ("exited on", "signal {sig} ({name}).") if wrap else ("exited on signal {sig} ({name}).",)
@@ -160,46 +185,8 @@ ORTE = [
         ),
         USER,
     ),
-    _launcher(
-        "orte-node-died",
-        ERRMGR,
-        (
-            DASH,
-            "ORTE has lost communication with a remote daemon.",
-            "",
-            "  HNP daemon   : [[{fam},0],0] on node {hnp}",
-            "  Remote daemon: [[{fam},0],{vpid}] on node {host}",
-            "",
-            "This is usually due to either a failure of the TCP network",
-            "connection to the node, or possibly an internal failure of",
-            "the daemon itself. We cannot recover from this failure, and",
-            "therefore will terminate the job.",
-            DASH,
-        ),
-        NET,
-        fam=(39178, 4021, 65535),
-        vpid=(1, 7, 31),
-    ),
-    _launcher(
-        "prte-node-died",
-        ERRMGR,
-        (
-            DASH,
-            "PRTE has lost communication with a remote daemon.",
-            "",
-            "  HNP daemon   : [prterun-{hnp}-{fam}@0,0] on node {hnp}",
-            "  Remote daemon: [prterun-{hnp}-{fam}@0,{vpid}] on node {host}",
-            "",
-            "This is usually due to either a failure of the TCP network",
-            "connection to the node, or possibly an internal failure of",
-            "the daemon itself. We cannot recover from this failure, and",
-            "therefore will terminate the job.",
-            DASH,
-        ),
-        NET,
-        fam=(1918870, 4021, 77),
-        vpid=(1, 7, 31),
-    ),
+    _node_died("orte", "ORTE", "[[{fam},0],#]", (39178, 4021, 65535)),
+    _node_died("prte", "PRTE", "[prterun-{hnp}-{fam}@0,#]", (1918870, 4021, 77)),
     _launcher(
         "orte-node-died-old",
         ERRMGR,
