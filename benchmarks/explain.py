@@ -35,10 +35,12 @@ round thirteen's new cases, measured before round thirteen changed any rule
 (main at 02b7fc8) scored on every split of the corpus with round fourteen's new cases, measured
 before round fourteen changed any rule (benchmarks/explain_round13.json), "round14": the
 figures the rules of main at 511c70c scored on every split of the corpus with round fifteen's
-new cases, measured before round fifteen changed any rule (benchmarks/explain_round14.json), and
+new cases, measured before round fifteen changed any rule (benchmarks/explain_round14.json),
 "round15": the figures the rules of main at 0e5a9c3 scored on every split of the corpus with
 round sixteen's new cases, measured before round sixteen changed any rule
-(benchmarks/explain_round15.json).
+(benchmarks/explain_round15.json), and "round16": the figures the rules of main at 72d0bf7
+scored on every split of the corpus, measured before round seventeen changed any rule
+(benchmarks/explain_round16.json).
 "validation_3": a second held-out split gathered in round three from sources no other case
 uses, labelled and scored with round two's rules before any rule of round three was written;
 "validation_4": a third one, gathered in round eight from sources no other case uses, labelled
@@ -92,6 +94,7 @@ ROUND12 = Path(__file__).resolve().parent / "explain_round12.json"
 ROUND13 = Path(__file__).resolve().parent / "explain_round13.json"
 ROUND14 = Path(__file__).resolve().parent / "explain_round14.json"
 ROUND15 = Path(__file__).resolve().parent / "explain_round15.json"
+ROUND16 = Path(__file__).resolve().parent / "explain_round16.json"
 _SPLITS = (
     "training",
     "validation",
@@ -275,6 +278,7 @@ def run(argv: list[str]) -> dict[str, Any]:
             ("round13", ROUND13),
             ("round14", ROUND14),
             ("round15", ROUND15),
+            ("round16", ROUND16),
         )
         for key, path in frozen:
             if path.exists():
