@@ -66,6 +66,10 @@ VALIDATION_10_SHA256 = "0a1aadd6b50823b865c11e451fa3a637df8ac7aaf1d9d9bfbd2eecb2
 # the 20 sorted new sources after random.Random(22).shuffle, drawn before any rule of round
 # sixteen and scored once with the rules of 0e5a9c3): never move a case in or out.
 VALIDATION_11_SHA256 = "2770593a9a1b817c9141ce646552d0b553df74733eef820c3a646400d14bb548"
+# sha256 of the sorted validation_12 sources (round seventeen's held-out split: the first half of
+# the 12 sorted new sources after random.Random(24).shuffle, drawn before any rule of round
+# seventeen and scored once with the rules of 72d0bf7): never move a case in or out.
+VALIDATION_12_SHA256 = "b6993bd51bb42ab3a018bcfb17f373997c6722240f403d00abebc98a43bdc2dd"
 HELD_OUT = (
     "validation",
     "validation_3",
@@ -77,6 +81,7 @@ HELD_OUT = (
     "validation_9",
     "validation_10",
     "validation_11",
+    "validation_12",
 )
 # A bare SIGBUS: the signal reasoner (correlator/rules/signals.py) reads it as /dev/shm too small
 # (oom_host) and leaves blame unknown, since a hardware memory error (BUS_MCEERR) also ends a
@@ -121,12 +126,32 @@ ROUND15_OPEN: dict[str, str] = {}
 # formats before round sixteen's cases were gathered
 # (tests/correlator/test_rules_emitter_formats_mpi_hydra_ucx.py).
 ROUND16_OPEN: dict[str, str] = {}
+# Round seventeen's new training cases that the rules of 72d0bf7 get wrong, each with the reason
+# (strict, as ROUND16_OPEN was).
+ROUND17_OPEN: dict[str, str] = {
+    "700_accelerate-childfailederror-exitcode-1-host-wph178-stderr.txt": (
+        "torch elastic's ChildFailedError summary behind accelerate's 'stderr: ' prefix ('host "
+        ": wph178', 'exitcode  : 1' for ranks 1 and 2) is recognised as nothing (the label: a "
+        "non-signal exit, user_code/job on wph178)"
+    ),
+    "702_ray-raylet-terminated-unexpectedly-ip-172-29-58-133-state-dump.txt": (
+        "Ray's 'Raylet is terminated: ip=172.29.58.133 ... Termination is unexpected' followed by "
+        "the raylet's state-dump lines is read as oom_host/job with no culprit (the label: a lost "
+        "node, node/node on 172.29.58.133, alternative oom_host/unknown)"
+    ),
+    "705_messages-host-169-kernel-killed-process-python-total-vm.txt": (
+        "a lone /var/log/messages line 'Aug 18 03:19:11 169 kernel: Killed process 7748 (python) "
+        "total-vm:...' is recognised as nothing (the label: a kernel OOM kill, oom_host/job on "
+        "the syslog host 169)"
+    ),
+}
 _OPEN = {
     **{f: "round twelve: written before the rules that cover it" for f in ROUND12_OPEN},
     **{f: "round thirteen: written before the rules that cover it" for f in ROUND13_OPEN},
     **{f: f"round fourteen: {why}" for f, why in ROUND14_OPEN.items()},
     **{f: f"round fifteen: {why}" for f, why in ROUND15_OPEN.items()},
     **{f: f"round sixteen: {why}" for f, why in ROUND16_OPEN.items()},
+    **{f: f"round seventeen: {why}" for f, why in ROUND17_OPEN.items()},
 }
 TRAINING_PARAMS = [
     pytest.param(
@@ -141,7 +166,7 @@ TRAINING_PARAMS = [
 
 
 # The flags of the rounds that added training cases after the split (rounds 6 and 7 added none).
-_ROUND_FLAGS = tuple(f"round{i}" for i in (3, 4, 5, 8, 9, 10, 11, 12, 13, 14, 15, 16))
+_ROUND_FLAGS = tuple(f"round{i}" for i in (3, 4, 5, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17))
 
 
 def test_corpus_has_300_sourced_cases_from_150_sources_covering_every_category() -> None:
@@ -198,7 +223,8 @@ def test_validation_3_is_frozen_and_shares_no_source_with_the_other_splits() -> 
 
 # Each later held-out split was drawn together with one round's training cases (the first half,
 # rounded up, of that round's sorted and shuffled sources) and frozen by its sources' hash; the
-# last number is the fewest cases the split may hold (rounds fourteen to sixteen drew 10 of 20).
+# last number is the fewest cases the split may hold (rounds fourteen to sixteen drew 10 of 20,
+# round seventeen 6 of 12).
 _DRAWN_WITH = {
     "validation_4": ("round8", VALIDATION_4_SHA256, 12),
     "validation_5": ("round10", VALIDATION_5_SHA256, 12),
@@ -208,6 +234,7 @@ _DRAWN_WITH = {
     "validation_9": ("round14", VALIDATION_9_SHA256, 10),
     "validation_10": ("round15", VALIDATION_10_SHA256, 10),
     "validation_11": ("round16", VALIDATION_11_SHA256, 10),
+    "validation_12": ("round17", VALIDATION_12_SHA256, 6),
 }
 
 
@@ -298,7 +325,7 @@ def test_bench_explain_keeps_the_four_figures_and_adds_splits_and_before() -> No
         "before",
         *(f"round{i}" for i in (1, 2, 3, 4, 5, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16)),
     )
-    added = tuple(f"training_added_round{i}" for i in (8, 9, 10, 11, 12, 13, 14, 15, 16))
+    added = tuple(f"training_added_round{i}" for i in (8, 9, 10, 11, 12, 13, 14, 15, 16, 17))
     scored = ("training", *HELD_OUT, "training_added_after_split", *added)
     for split in (*scored, "validation_new_sources", *frozen):
         assert split in result, split
@@ -362,10 +389,9 @@ _FROZEN_BEFORE = (
     ("round12", HELD_OUT[:7], "round13"),  # f0e5281: every split then (training has grown since)
     ("round13", HELD_OUT[:8], "round14"),  # 02b7fc8: every split then (training has grown since)
     ("round14", HELD_OUT[:9], "round15"),  # 511c70c: every split then (training has grown since)
-    ("round15", (*HELD_OUT, "training"), "round16"),  # 0e5a9c3: every split
+    ("round15", HELD_OUT[:10], "round16"),  # 0e5a9c3: every split then (training has grown since)
+    ("round16", (*HELD_OUT, "training"), "round17"),  # 72d0bf7: every split
 )
-# The rules of main at 72d0bf7, frozen on every split before round seventeen changed any rule.
-_FROZEN_LAST = ("round16", (*HELD_OUT, "training", "training_added_round16"))
 
 
 def _later_rounds_scored_every_split_before_their_rules(result: dict[str, Any]) -> None:
@@ -374,10 +400,7 @@ def _later_rounds_scored_every_split_before_their_rules(result: dict[str, Any]) 
         for split in (*splits, f"training_added_{later}"):
             assert result[frozen][split]["n"] == result[split]["n"], (frozen, split)
         cases = [c for c in LABELS if c.get(later)]
-        assert result[f"training_added_{later}"]["n"] == len(cases) >= 10
-    frozen, splits = _FROZEN_LAST
-    for split in splits:
-        assert result[frozen][split]["n"] == result[split]["n"], (frozen, split)
+        assert result[f"training_added_{later}"]["n"] == len(cases) >= 6  # round seventeen: 6
 
 
 def test_bench_explain_scores_one_split_alone_and_lists_only_training_misses() -> None:

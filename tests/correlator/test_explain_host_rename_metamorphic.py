@@ -28,6 +28,7 @@ from tests.correlator.test_explain_corpus import (
     ROUND14_OPEN,
     ROUND15_OPEN,
     ROUND16_OPEN,
+    ROUND17_OPEN,
     TRAINING,
 )
 
@@ -43,6 +44,7 @@ NAMED = [
     and c["file"] not in ROUND14_OPEN
     and c["file"] not in ROUND15_OPEN
     and c["file"] not in ROUND16_OPEN
+    and c["file"] not in ROUND17_OPEN
 ]
 PAIRS = [(c, name) for c in NAMED for name in CONVENTIONS]
 
