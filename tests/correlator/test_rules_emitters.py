@@ -235,7 +235,8 @@ EXAMPLES = [
     ("ConnectionResetError: [Errno 104] Connection reset by peer", NET, BU),
     ("yaml.scanner.ScannerError: mapping values are not allowed here", U, BJ),
     # Linux kernel (arch/x86/kernel/cpu/mce/core.c, block/blk-core.c, fs/nfs/client.c)
-    ("mce: [Hardware Error]: Machine check events logged", N, BN),
+    # printed for corrected machine checks too (mce_notify_irq): the node, blame not settled
+    ("mce: [Hardware Error]: Machine check events logged", N, BU),
     ("blk_update_request: I/O error, dev nvme0n1, sector 2048 op 0x1:(WRITE) flags 0x0", N, BN),
     ("nfs: server storage01 not responding, still trying", N, BI),
     # Slurm node configuration, CUDA catch-alls
