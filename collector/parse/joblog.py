@@ -39,7 +39,12 @@ RULES: list[RuleFn] = [
     launcher_exit,
     failure_line,
 ]
-_PREFIX = re.compile(r"^(?:\s*(?P<task>\d+): |\[(?:rank|default)(?P<rank>\d+)\]:\s?)+")
+# launcher labels: srun -l's "12: ", torchrun's "[rank3]:" / "[default3]:", and the "stdout: " /
+# "stderr: " that the Hugging Face test harness puts before each line of the launcher it runs
+# (accelerate/transformers testing_utils _stream_subprocess: print(label, line), label "stderr:")
+_PREFIX = re.compile(
+    r"^(?:\s*(?P<task>\d+): |\[(?:rank|default)(?P<rank>\d+)\]:\s?|std(?:out|err): )+"
+)
 _LEADING_TS = re.compile(
     r"^\[?(?P<ts>\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?)"
 )

@@ -78,9 +78,13 @@ JOB_AND_SCHEDULER: tuple[PatternRule, ...] = (
         priority=45,
     ),
     # --- host OOM ----------------------------------------------------------------------------
+    # mm/oom_kill.c from 2.6.36 to 4.x printed the kill on a line of its own, after "Out of
+    # memory: Kill process ... or sacrifice child": pr_err("Killed process %d (%s)
+    # total-vm:%lukB, anon-rss:%lukB, file-rss:%lukB\n", ...) (shmem-rss added in 4.6)
     _p(
         "host_oom",
         r"oom[-_ ]kill|Out of memory: Kill|invoked oom-killer|Memory cgroup out of memory|"
+        r"\bKilled process \d+ \([^)\n]*\) total-vm:\d+kB|"
         r"OOMKilled|"
         r"OUT_OF_MEMORY|exceeded (its |the )?memory limit|low on resource: memory|"
         r"The node was low on resource|"

@@ -23,12 +23,7 @@ from tests.correlator.host_rename import CONVENTIONS, Renaming, rename, token
 from tests.correlator.test_explain_corpus import (
     CORPUS,
     KNOWN_TRAINING_MISSES,
-    ROUND12_OPEN,
-    ROUND13_OPEN,
-    ROUND14_OPEN,
-    ROUND15_OPEN,
-    ROUND16_OPEN,
-    ROUND17_OPEN,
+    OPEN_ROUNDS,
     TRAINING,
 )
 
@@ -37,14 +32,7 @@ from tests.correlator.test_explain_corpus import (
 NAMED = [
     c
     for c in TRAINING
-    if c["node"]
-    and c["file"] not in KNOWN_TRAINING_MISSES
-    and c["file"] not in ROUND12_OPEN
-    and c["file"] not in ROUND13_OPEN
-    and c["file"] not in ROUND14_OPEN
-    and c["file"] not in ROUND15_OPEN
-    and c["file"] not in ROUND16_OPEN
-    and c["file"] not in ROUND17_OPEN
+    if c["node"] and c["file"] not in KNOWN_TRAINING_MISSES and c["file"] not in OPEN_ROUNDS
 ]
 PAIRS = [(c, name) for c in NAMED for name in CONVENTIONS]
 
