@@ -13,6 +13,7 @@ import pytest
 
 from benchmarks.explain import evaluate, run
 from correlator.explain import explain_bytes
+from tests.correlator.corpus_open import KNOWN_TRAINING_MISSES, OPEN_ROUNDS
 
 REPO = Path(__file__).resolve().parents[2]
 CORPUS = REPO / "tests" / "fixtures" / "corpus"
@@ -83,71 +84,6 @@ HELD_OUT = (
     "validation_11",
     "validation_12",
 )
-# A bare SIGBUS: the signal reasoner (correlator/rules/signals.py) reads it as /dev/shm too small
-# (oom_host) and leaves blame unknown, since a hardware memory error (BUS_MCEERR) also ends a
-# process so; round nine's label blames the job (user_code, alternative oom_host).
-_SIGBUS = "a bare SIGBUS: the reasoner keeps blame unknown, the label blames the job"
-# Training cases explain still gets wrong, each with the reason; validation is never listed.
-KNOWN_TRAINING_MISSES: dict[str, str] = {
-    "146_nvidia-smi-handle-unknown-sxid-nvswitch.txt": (
-        "a lost GPU and fatal NVSwitch SXids: the rules rank the lost GPU first, the label "
-        "blames the NVSwitch fabric that took it down"
-    ),
-    "499_torchrun-child-failed-sigbus-exitcode-7-host-server.txt": _SIGBUS,
-    "500_torch-elastic-legacy-logger-failed-exitcode-7.txt": _SIGBUS,
-}
-# Round twelve's new training cases that the rules of 9ea726b get wrong: they were written before
-# any rule that covers them (strict: a case that starts passing must leave this set). 593 (the
-# Determined task-log wrapper), 605 (kube-scheduler's FitError) and 606 (HiveD's wait reason)
-# are covered by r12-rules (tests/correlator/test_rules_emitters_round12.py).
-ROUND12_OPEN: set[str] = set()
-# Round thirteen's new training cases that the rules of f0e5281 get wrong: they were written
-# before any rule that covers them (strict: a case that starts passing must leave this set).
-# 611 (Open MPI openib's 'from H' host), 612 (`rdma link` port down), 622 (scontrol's JobState=
-# read as sacct's state) and 637 (a Cloud Logging record's node) are covered by r13-rules-b
-# (tests/correlator/test_rules_emitters_round13.py).
-ROUND13_OPEN: set[str] = set()
-# Round fourteen's new training cases that the rules of 02b7fc8 got wrong, each with the reason
-# (strict: a case that starts passing must leave this set). 640 and 641 (Ray's node marked dead
-# in every wording), 648 (slurmstepd's "slurmstepd-<node>:" prefix) and 656 (PRRTE's lost remote
-# daemon) are covered by r14-rules (tests/correlator/test_rules_emitters_round14.py).
-ROUND14_OPEN: dict[str, str] = {}
-# Round fifteen's new training cases that the rules of 511c70c got wrong (strict, as
-# ROUND14_OPEN). 665 (a link-local IPv6 peer), 666 (a log pasted above an nvidia-smi -q
-# document), 672 (ibstat's port states) and 677 (an admission with no allocatable at all, and
-# an Event's source host) are covered by r15-rules
-# (tests/correlator/test_rules_emitters_round15.py).
-ROUND15_OPEN: dict[str, str] = {}
-# Round sixteen's new training cases that the rules of 0e5a9c3 got wrong (strict, as
-# ROUND15_OPEN). 681 (FastSocket's flow-placement fallback), 689 (sinfo rows run together on one
-# line) and 696 (Fabric Manager failing to start, in a zh_CN journal) are covered by r16-rules
-# (tests/correlator/test_rules_emitters_round16.py); 691 (Hydra's block naming its node beside
-# proxy lines of another host) by probe set seven's Hydra block hosts, written from MPICH's
-# formats before round sixteen's cases were gathered
-# (tests/correlator/test_rules_emitter_formats_mpi_hydra_ucx.py).
-ROUND16_OPEN: dict[str, str] = {}
-# Round seventeen's new training cases that the rules of 72d0bf7 get wrong, each with the reason
-# (strict, as ROUND16_OPEN was). 700 (the Hugging Face test harness's "stderr: " label) and 702
-# (Ray's raylet dying unexpectedly) are covered by r17-rules
-# (tests/correlator/test_rules_emitters_round17.py); 705's category and blame too, but not its
-# host.
-ROUND17_OPEN: dict[str, str] = {
-    "705_messages-host-169-kernel-killed-process-python-total-vm.txt": (
-        "oom_host/job is right since r17-rules ('Killed process N (comm) total-vm:...' is the "
-        "kernel OOM killer's own line), but the syslog host '169' is all digits, which "
-        "clean_host refuses as a host name (a paste's bare numbers would read as hosts); the "
-        "label names 169"
-    ),
-}
-# every round's open training misses with their reasons: the metamorphic tests leave them out
-OPEN_ROUNDS = {
-    **{f: "round twelve: written before the rules that cover it" for f in ROUND12_OPEN},
-    **{f: "round thirteen: written before the rules that cover it" for f in ROUND13_OPEN},
-    **{f: f"round fourteen: {why}" for f, why in ROUND14_OPEN.items()},
-    **{f: f"round fifteen: {why}" for f, why in ROUND15_OPEN.items()},
-    **{f: f"round sixteen: {why}" for f, why in ROUND16_OPEN.items()},
-    **{f: f"round seventeen: {why}" for f, why in ROUND17_OPEN.items()},
-}
 TRAINING_PARAMS = [
     pytest.param(
         c,

@@ -19,13 +19,9 @@ import pytest
 
 from correlator.explain import explain_text
 from correlator.explain.hosts import host_in_line
+from tests.correlator.corpus_open import KNOWN_TRAINING_MISSES, OPEN_ROUNDS
 from tests.correlator.host_rename import CONVENTIONS, Renaming, rename, token
-from tests.correlator.test_explain_corpus import (
-    CORPUS,
-    KNOWN_TRAINING_MISSES,
-    OPEN_ROUNDS,
-    TRAINING,
-)
+from tests.correlator.test_explain_corpus import CORPUS, TRAINING
 
 # Cases whose original verdict is wrong are not asserted on (a metamorphic test of a wrong
 # answer would freeze the error).

@@ -17,7 +17,8 @@ from typing import Any
 import pytest
 
 from correlator.explain import explain_text
-from tests.correlator.test_explain_corpus import CORPUS, OPEN_ROUNDS, TRAINING
+from tests.correlator.corpus_open import OPEN_ROUNDS
+from tests.correlator.test_explain_corpus import CORPUS, TRAINING
 
 # The rounds' training cases that the rules still get wrong are left out, as the host-rename
 # test leaves them out: a metamorphic test of a wrong verdict would freeze the error (648, open
