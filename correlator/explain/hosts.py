@@ -258,8 +258,8 @@ def _pdsh_host(line: str) -> str | None:
 def shared_prefix(line: str, nxt: str) -> str:
     """`nxt` without the pdsh-style "host: " prefix `line` opens with too (pdsh relays each
     remote line behind it, so a help text's wrapped tail carries it again), else `nxt`."""
-    m = _PDSH.match(line)
-    pre = f"{m.group('h')}: " if m and _pdsh_host(line) else ""
+    host = _pdsh_host(line)  # _PDSH's host, which clean_host returns as it is or refuses
+    pre = f"{host}: " if host else ""
     return nxt[len(pre) :] if pre and nxt.startswith(pre) else nxt
 
 

@@ -12,7 +12,8 @@ from correlator.explain.hosts import clean_host
 # v2/rest/v2/LogEntry: "labels" (compute.googleapis.com/resource_name, the instance's name, on
 # a GCE instance's logs such as its serial console) and "resource" (a MonitoredResource: type
 # k8s_node has labels.node_name; gce_instance's labels.instance_id is a number, never a host:
-# https://cloud.google.com/logging/docs/api/v2/resource-list).
+# https://cloud.google.com/logging/docs/api/v2/resource-list). A core/v1 Event carries
+# "involvedObject" and names its reporting node in source.host.
 _LOGENTRY_KEYS = ('"insertId"', '"logName"', '"involvedObject"')
 
 
@@ -37,7 +38,8 @@ def _record_spans(lines: list[str]) -> list[tuple[int, int]]:
 
 
 def _entry_host(text: str) -> str | None:
-    """The host a LogEntry names: its resource_name label, else a k8s_node's node_name."""
+    """The host a record names: a LogEntry's resource_name label, else a k8s_node's
+    node_name; a Kubernetes Event's source.host."""
     try:
         rec = json.loads(text.strip().rstrip(","))
     except ValueError:

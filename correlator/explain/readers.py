@@ -313,7 +313,10 @@ def read_delivered(text: str) -> tuple[list[Event], list[str], Delivered]:
     parsed = _verbatim(_parsed_by_stream(rest, keys), verbatim)
     covered = {raw.strip() for ev in parsed for raw in (ev.raw or "").splitlines()}
     # a table row's or describe block's host, else the Cloud Logging record's the line is in
-    context = [c or e for c, e in zip(context_hosts(lines), logentry_hosts(lines), strict=True)]
+    context = [
+        c or e
+        for c, e in zip(context_hosts(lines, prefixed=found), logentry_hosts(lines), strict=True)
+    ]
     hints = _with_delivery_hosts(lines, context, delivered.hosts)
     skip = structured.claimed | {
         i

@@ -296,8 +296,11 @@ def hydra_block_hosts(lines: list[str]) -> list[str | None]:
     return out
 
 
-def context_hosts(lines: list[str]) -> list[str | None]:
-    """For each line, the host its table row or `kubectl describe node` block is about."""
+def context_hosts(
+    lines: list[str], *, prefixed: list[str | None] | None = None
+) -> list[str | None]:
+    """For each line, the host its table row or `kubectl describe node` block is about;
+    `prefixed`: prefix_hosts(lines), when the caller has it already."""
     hints: list[str | None] = [None] * len(lines)
     table: _Table | None = None
     block: str | None = None
@@ -325,7 +328,7 @@ def context_hosts(lines: list[str]) -> list[str | None]:
         hints[i] = pod_row_host(line) or block
     for i, host in enumerate(hydra_block_hosts(lines)):
         hints[i] = hints[i] or host
-    for i, host in enumerate(prefix_hosts(lines)):
+    for i, host in enumerate(prefix_hosts(lines) if prefixed is None else prefixed):
         hints[i] = hints[i] or host
     return hints
 
