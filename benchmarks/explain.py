@@ -38,9 +38,11 @@ figures the rules of main at 511c70c scored on every split of the corpus with ro
 new cases, measured before round fifteen changed any rule (benchmarks/explain_round14.json),
 "round15": the figures the rules of main at 0e5a9c3 scored on every split of the corpus with
 round sixteen's new cases, measured before round sixteen changed any rule
-(benchmarks/explain_round15.json), and "round16": the figures the rules of main at 72d0bf7
+(benchmarks/explain_round15.json), "round16": the figures the rules of main at 72d0bf7
 scored on every split of the corpus with round seventeen's new cases, measured before round
-seventeen changed any rule (benchmarks/explain_round16.json).
+seventeen changed any rule (benchmarks/explain_round16.json), and "round17": the figures the
+rules of main at 2a66319 scored on every split of the corpus, measured before round eighteen
+changed any rule (benchmarks/explain_round17.json).
 "validation_3": a second held-out split gathered in round three from sources no other case
 uses, labelled and scored with round two's rules before any rule of round three was written;
 "validation_4": a third one, gathered in round eight from sources no other case uses, labelled
@@ -97,6 +99,7 @@ ROUND13 = Path(__file__).resolve().parent / "explain_round13.json"
 ROUND14 = Path(__file__).resolve().parent / "explain_round14.json"
 ROUND15 = Path(__file__).resolve().parent / "explain_round15.json"
 ROUND16 = Path(__file__).resolve().parent / "explain_round16.json"
+ROUND17 = Path(__file__).resolve().parent / "explain_round17.json"
 _SPLITS = (
     "training",
     "validation",
@@ -284,6 +287,7 @@ def run(argv: list[str]) -> dict[str, Any]:
             ("round14", ROUND14),
             ("round15", ROUND15),
             ("round16", ROUND16),
+            ("round17", ROUND17),
         )
         for key, path in frozen:
             if path.exists():
