@@ -82,18 +82,25 @@ _ROUND10_PATTERNS: tuple[re.Pattern[str], ...] = (
     ),
 )
 
+# journald / syslog (RFC 3164 and journalctl's short-iso): "Nov 22 12:00:00 gpu-07 kernel: ...",
+# "Feb 02 09:51:48 gpu-07 slurmd[12912]: ...": timestamp, host, any program tag with its pid;
+# also behind a pdsh/clush "host: " prefix ("gpu-07: Feb 02 09:51:48 gpu-07 kernel: ...");
+# an ISO stamp finer than microseconds is kubectl's or docker's, never journalctl's; the
+# month is strftime's %b in the reader's locale ("Nov", "nov.", "Mär", "ноя", "11月"). The
+# field between the stamp and the tag is the host and nothing else (RFC 3164 4.1.2 HOSTNAME;
+# RFC 1123 2.1 lets a name be all digits), so an all-digit host ("169") is taken here alone.
+_SYSLOG = re.compile(
+    r"^(?:[\w.-]+: )?(?:(?:[^\W\d_]{3,4}\.?|\d{1,2}月) +\d{1,2} \d\d:\d\d:\d\d(?:\.\d+)?|"
+    r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?!\.\d{7})\S*) "
+    r"(?P<h>[A-Za-z0-9][\w.-]*) [\w./@-]{1,64}(?:\[\d+\])?: "
+)
+# A four-digit year where the host would be ("Nov 22 12:00:00 2024 ...", ctime's order) is a
+# date, not a host.
+_YEAR = re.compile(r"^(?:19|20)\d\d$")
+
 # Each pattern captures the host in group "h"; the first that matches wins.
 _LINE_PATTERNS: tuple[re.Pattern[str], ...] = (
-    # journald / syslog (RFC 3164 and journalctl's short-iso): "Nov 22 12:00:00 gpu-07 kernel: ...",
-    # "Feb 02 09:51:48 gpu-07 slurmd[12912]: ...": timestamp, host, any program tag with its pid;
-    # also behind a pdsh/clush "host: " prefix ("gpu-07: Feb 02 09:51:48 gpu-07 kernel: ...");
-    # an ISO stamp finer than microseconds is kubectl's or docker's, never journalctl's; the
-    # month is strftime's %b in the reader's locale ("Nov", "nov.", "Mär", "ноя", "11月")
-    re.compile(
-        r"^(?:[\w.-]+: )?(?:(?:[^\W\d_]{3,4}\.?|\d{1,2}月) +\d{1,2} \d\d:\d\d:\d\d(?:\.\d+)?|"
-        r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?!\.\d{7})\S*) "
-        r"(?P<h>[A-Za-z0-9][\w.-]*) [\w./@-]{1,64}(?:\[\d+\])?: "
-    ),
+    _SYSLOG,
     # NCCL: "gpu-node-07:1234:5678 [0] NCCL ...", also behind a timestamp or with the pid:tid
     # masked in a paste ("host-01:XXXXXX [5]")
     re.compile(r"^\s*(?:\[[^\]]*\]\s*)?(?P<h>[A-Za-z0-9][\w.-]*):(?:\d+:\d+|X{3,}) \[\d+\]"),
@@ -205,12 +212,14 @@ _LINE_PATTERNS: tuple[re.Pattern[str], ...] = (
 _LEAD_TS = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d)?\s+")
 
 
-def clean_host(value: str | None) -> str | None:
-    """The host name if `value` is a plausible one, else None."""
+def clean_host(value: str | None, *, numeric: bool = False) -> str | None:
+    """The host name if `value` is a plausible one, else None; an all-digit name only where
+    `numeric` says the slot it came from holds nothing but a host name."""
     if not value:
         return None
     value = value.strip().rstrip(":,;")
-    if not _HOST_OK.match(value) or (value.strip(".").isdigit() and "." not in value):
+    digits = value.strip(".").isdigit() and "." not in value
+    if not _HOST_OK.match(value) or (digits and not (numeric and not _YEAR.match(value))):
         return None
     if value.lower() in _NOT_HOSTS or set(value) <= {"."} or _MASKED.match(value):
         return None
@@ -227,7 +236,7 @@ def host_in_line(line: str) -> str | None:
         for pattern in _LINE_PATTERNS:
             m = pattern.search(text)
             if m:
-                host = clean_host(m.group("h"))
+                host = clean_host(m.group("h"), numeric=pattern is _SYSLOG)
                 if host:
                     return host
     return None

@@ -50,16 +50,9 @@ ROUND16_OPEN: dict[str, str] = {}
 # Round seventeen's new training cases that the rules of 72d0bf7 get wrong, each with the reason
 # (strict, as ROUND16_OPEN was). 700 (the Hugging Face test harness's "stderr: " label) and 702
 # (Ray's raylet dying unexpectedly) are covered by r17-rules
-# (tests/correlator/test_rules_emitters_round17.py); 705's category and blame too, but not its
-# host.
-ROUND17_OPEN: dict[str, str] = {
-    "705_messages-host-169-kernel-killed-process-python-total-vm.txt": (
-        "oom_host/job is right since r17-rules ('Killed process N (comm) total-vm:...' is the "
-        "kernel OOM killer's own line), but the syslog host '169' is all digits, which "
-        "clean_host refuses as a host name (a paste's bare numbers would read as hosts); the "
-        "label names 169"
-    ),
-}
+# (tests/correlator/test_rules_emitters_round17.py); 705's category and blame too, and its
+# all-digit syslog host since the syslog host field alone takes an all-digit name.
+ROUND17_OPEN: dict[str, str] = {}
 # Round eighteen's new training cases that the rules of 2a66319 get wrong, each with the reason
 # (strict, as ROUND17_OPEN was).
 ROUND18_OPEN: dict[str, str] = {

@@ -93,3 +93,28 @@ def test_a_shell_reporting_a_killed_job_is_not_the_kernels_line() -> None:
     # blame is not settled, never the kernel's own oom_host/job
     got = explain_text("./run.sh: line 12:  7748 Killed                  python train.py\n")
     assert (got.category, got.blame) == ("oom_host", "unknown")
+
+
+# RFC 3164 4.1.2: the field between the stamp and the tag is HOSTNAME and nothing else, and RFC
+# 1123 2.1 lets a host name be all digits; other slots still refuse bare numbers
+@pytest.mark.parametrize("host", ["169", "0421", "7"])
+@pytest.mark.parametrize(
+    "stamp", ["Aug 18 03:19:11", "2024-08-18T03:19:11+0000", "2024-08-18T03:19:11.123456+00:00"]
+)
+def test_an_all_digit_syslog_host_names_the_node(host: str, stamp: str) -> None:
+    line = f"{stamp} {host} kernel: Killed process 7748 (python) total-vm:12907828kB, anon-rss:1kB"
+    got = explain_text(line)
+    assert (got.category, got.blame, got.node) == ("oom_host", "job", host)
+
+
+def test_a_year_where_the_syslog_host_would_be_names_no_node() -> None:
+    # ctime's order ("... 03:19:11 2024 ...") puts the year there: a date, not a host
+    line = "Aug 18 03:19:11 2024 kernel: Killed process 7748 (python) total-vm:1kB, anon-rss:1kB\n"
+    assert explain_text(line).node is None
+
+
+def test_a_bare_number_outside_the_syslog_host_field_names_no_node() -> None:
+    # srun's "error: H: task N:" takes a host with a letter; a bare number there stays none
+    got = explain_text("srun: error: 169: task 0: Out Of Memory\n")
+    assert got.category == "oom_host"
+    assert got.node is None
