@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ipaddress
 import re
 
 # A plausible host name: letters, digits, dots, dashes, underscores; not only dots/digits-dots
@@ -223,7 +224,18 @@ def clean_host(value: str | None, *, numeric: bool = False) -> str | None:
         return None
     if value.lower() in _NOT_HOSTS or set(value) <= {"."} or _MASKED.match(value):
         return None
-    return value
+    return None if _every_hosts(value) else value
+
+
+def _every_hosts(value: str) -> bool:
+    # a bind-all (0.0.0.0), loopback (127.x) or multicast address is the same on every host
+    # (RFC 1122 3.2.1.3, RFC 5771): an emitter that prints one (Ray's "Worker IP address:
+    # 0.0.0.0") has not said which node it means
+    try:
+        addr = ipaddress.ip_address(value)
+    except ValueError:
+        return False
+    return addr.is_unspecified or addr.is_loopback or addr.is_multicast
 
 
 def host_in_line(line: str) -> str | None:
