@@ -2,10 +2,20 @@
 
 from __future__ import annotations
 
+import re
 import textwrap
 
 from correlator.explain.models import Explanation
 from correlator.explain.reasoning import Conclusion
+
+# A sentence ends at . ! or ? before a space and a capital (not "e.g. preemption", "1.5 GiB").
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z])")
+
+
+def _first_sentence(message: str) -> str:
+    # a quoted message of several sentences (XLA's coordination errors run to four) would drown
+    # the explanation's own few sentences; the evidence keeps the whole line
+    return _SENTENCE_END.split(message.strip(), maxsplit=1)[0].rstrip(".")
 
 
 def _where(gpu: str | None, index: int | None, node: str | None) -> str:
@@ -69,7 +79,7 @@ def sentence(
         )
     summary = v.summary + _details(conclusion)
     if v.category is None and conclusion.support[0].event.message:
-        summary += f" ({conclusion.support[0].event.message})"
+        summary += f" ({_first_sentence(conclusion.support[0].event.message)})"
     what = f"{where}: {summary}" if where else summary
     what = what[:1].upper() + what[1:]
     n = len(conclusion.support)

@@ -186,7 +186,9 @@ JOB_AND_SCHEDULER: tuple[PatternRule, ...] = (
     ),
     _p(
         "cancelled",
-        r"\bCANCELLED\b|\bCANCELED\b",
+        # not XLA's healthy startup line "Polling for error ... will return only if an error is
+        # encountered or cancelled (e.g. due to shutdown)" (coordination_service_agent.cc)
+        r"(?<!encountered or )\bCANCELLED\b|\bCANCELED\b",
         SCHED,
         Blame.JOB,
         action="nothing to repair: the job was cancelled by its owner or an administrator",

@@ -107,6 +107,7 @@ FAMILY_FILES = (
     "fabric.json",
     "rocm.json",
     "mpi.json",
+    "jax.json",
     "ray.json",
     "pytorch.json",
     "kube_scheduler.json",
