@@ -112,6 +112,7 @@ FAMILY_FILES = (
     "pytorch.json",
     "kube_scheduler.json",
     "kubelet.json",
+    "kubeflow.json",
     "slurm.json",
     "launchers.json",
     "xid_quoted.json",
