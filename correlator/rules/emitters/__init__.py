@@ -109,6 +109,8 @@ FAMILY_FILES = (
     "mpi.json",
     "jax.json",
     "ray.json",
+    "horovod.json",
+    "lightning.json",
     "pytorch.json",
     "kube_scheduler.json",
     "kubelet.json",
