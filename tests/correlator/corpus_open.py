@@ -56,16 +56,11 @@ ROUND17_OPEN: dict[str, str] = {}
 # Round eighteen's new training cases that the rules of 2a66319 get wrong, each with the reason
 # (strict, as ROUND17_OPEN was). 718 (Ray's dead worker at "Worker IP address: 0.0.0.0") is
 # covered since a bind-all, loopback or multicast address names no node
-# (tests/correlator/test_rules_emitters_round18.py).
-ROUND18_OPEN: dict[str, str] = {
-    "727_jax-coordination-service-task-0-heartbeat-timeout-unavailable.txt": (
-        "XLA's coordination service line 'task:0 has been set to ERROR ... heartbeat timeout. "
-        "This indicates that the remote task has failed, got preempted, or crashed unexpectedly' "
-        "is read as a scheduler preemption (scheduler/infra) from the word 'preempted' in that "
-        "list of possible causes (the label: a heartbeat timeout with no cause shown, "
-        "nccl_timeout_unknown/unknown)"
-    ),
-}
+# (tests/correlator/test_rules_emitters_round18.py); 727 (XLA's coordination service setting a
+# task to ERROR on a heartbeat timeout) by probe set eight's JAX rules, written from XLA's
+# sources without reading it, with their heartbeat verdicts set to the corpus policy's
+# (tests/correlator/test_rules_emitter_formats_jax.py).
+ROUND18_OPEN: dict[str, str] = {}
 # every round's open training misses with their reasons: the metamorphic tests leave them out
 OPEN_ROUNDS = {
     **{f: "round twelve: written before the rules that cover it" for f in ROUND12_OPEN},

@@ -34,12 +34,14 @@ Formats, from their sources:
   exception is jaxlib.xla_extension.XlaRuntimeError (older jaxlib), jax.errors.JaxRuntimeError.
 XLA's allocator OOM and its CUDA and NCCL statuses: test_rules_emitter_formats_jax_xla.py.
 
-Verdicts by the label policy: a task named as having stopped heartbeating, restarted, or missing at
-a barrier is the victim-side report of a loss whose cause the line does not give: a consequence
-(no category, blame unknown), and never a culprit node -- JAX names tasks
-(/job:jax_worker/replica:0/task:N), not hosts. A coordination barrier timeout is a timeout with no
-visible cause (nccl_timeout_unknown / unknown); a failed RPC to the coordination service is
-interconnect / unknown (leader died or network), with no peer host printed.
+Verdicts by the label policy (tests/fixtures/corpus/README.md: heartbeat monitors, and XLA's
+coordination service setting a task to ERROR for a heartbeat timeout, are cross-process timeouts
+with no visible cause): a task named as having stopped heartbeating, and a process terminating on
+missing heartbeats, are nccl_timeout_unknown / unknown, never a root cause and never a culprit
+node -- JAX names tasks (/job:jax_worker/replica:0/task:N), not hosts; so is a coordination barrier
+timeout. A task named as restarted, or a process sharing another's fate ("detected fatal
+errors"), is a consequence (no category, blame unknown). A failed RPC to the coordination service
+is interconnect / unknown (leader died or network), with no peer host printed.
 """
 
 from __future__ import annotations
@@ -147,23 +149,23 @@ SERVICE = [
         "heartbeat-timeout",
         COORD,
         "UNAVAILABLE: " + _HB_TIMEOUT,
-        CONSEQUENCE,
+        TIMEOUT,
         "E",
         "coordination_service.cc",
         **_TASK,
     ),
-    raised("heartbeat-timeout-raised", COORD, "UNAVAILABLE: " + _HB_TIMEOUT, CONSEQUENCE, **_TASK),
+    raised("heartbeat-timeout-raised", COORD, "UNAVAILABLE: " + _HB_TIMEOUT, TIMEOUT, **_TASK),
     logged(
         "unhealthy-propagated",
         COORD,
         "Use error polling to propagate the following error to all tasks: UNAVAILABLE: "
         + UNHEALTHY,
-        CONSEQUENCE,
+        TIMEOUT,
         "E",
         "coordination_service.cc",
         **_TASK,
     ),
-    raised("unhealthy-raised", COORD, "UNAVAILABLE: " + UNHEALTHY, CONSEQUENCE, **_TASK),
+    raised("unhealthy-raised", COORD, "UNAVAILABLE: " + UNHEALTHY, TIMEOUT, **_TASK),
     logged(
         "barrier-timeout",
         COORD,
@@ -245,7 +247,7 @@ AGENT_FMTS = [
         "UNAVAILABLE: " + _HB_TIMEOUT + "\nThis is usually caused by an earlier error during "
         "execution. Check the logs of (a) this task, (b) the leader (usually slice 0 task 0) and "
         "(c) the scheduler (e.g. preemption, eviction) for an earlier error to debug further.",
-        CONSEQUENCE,
+        TIMEOUT,
         "E",
         "coordination_service_agent.cc",
         **_TASK,
@@ -257,7 +259,7 @@ CLIENT_FMTS = [
         "fatal-new-unhealthy",
         DOCS,
         FATAL_NEW + "UNAVAILABLE: " + UNHEALTHY,
-        CONSEQUENCE,
+        TIMEOUT,
         "F",
         "client.h",
         **_TASK,
@@ -277,7 +279,7 @@ CLIENT_FMTS = [
         "Terminating process because the coordinator detected missing heartbeats. This most "
         "likely indicates that another task died; see the other task logs for more details. "
         "Status: UNAVAILABLE: " + _HB_TIMEOUT,
-        CONSEQUENCE,
+        TIMEOUT,
         "F",
         "client.h",
         **_TASK,
@@ -288,7 +290,7 @@ CLIENT_FMTS = [
         "Terminating process because of missing heartbeat response from the coordinator. This "
         "most likely indicates that the coordinator task died; see the coordinator's task logs "
         "for more details. Status: {status}",
-        CONSEQUENCE,
+        TIMEOUT,
         "F",
         "client.h",
         status=(
