@@ -40,9 +40,11 @@ new cases, measured before round fifteen changed any rule (benchmarks/explain_ro
 round sixteen's new cases, measured before round sixteen changed any rule
 (benchmarks/explain_round15.json), "round16": the figures the rules of main at 72d0bf7
 scored on every split of the corpus with round seventeen's new cases, measured before round
-seventeen changed any rule (benchmarks/explain_round16.json), and "round17": the figures the
+seventeen changed any rule (benchmarks/explain_round16.json), "round17": the figures the
 rules of main at 2a66319 scored on every split of the corpus with round eighteen's new cases,
-measured before round eighteen changed any rule (benchmarks/explain_round17.json).
+measured before round eighteen changed any rule (benchmarks/explain_round17.json), and
+"round18": the figures the rules of main at cec95b2 scored on every split of the corpus,
+measured before round nineteen changed any rule (benchmarks/explain_round18.json).
 "validation_3": a second held-out split gathered in round three from sources no other case
 uses, labelled and scored with round two's rules before any rule of round three was written;
 "validation_4": a third one, gathered in round eight from sources no other case uses, labelled
@@ -102,6 +104,7 @@ ROUND14 = Path(__file__).resolve().parent / "explain_round14.json"
 ROUND15 = Path(__file__).resolve().parent / "explain_round15.json"
 ROUND16 = Path(__file__).resolve().parent / "explain_round16.json"
 ROUND17 = Path(__file__).resolve().parent / "explain_round17.json"
+ROUND18 = Path(__file__).resolve().parent / "explain_round18.json"
 _SPLITS = (
     "training",
     "validation",
@@ -293,6 +296,7 @@ def run(argv: list[str]) -> dict[str, Any]:
             ("round15", ROUND15),
             ("round16", ROUND16),
             ("round17", ROUND17),
+            ("round18", ROUND18),
         )
         for key, path in frozen:
             if path.exists():
