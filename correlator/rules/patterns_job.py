@@ -81,9 +81,16 @@ JOB_AND_SCHEDULER: tuple[PatternRule, ...] = (
     # mm/oom_kill.c from 2.6.36 to 4.x printed the kill on a line of its own, after "Out of
     # memory: Kill process ... or sacrifice child": pr_err("Killed process %d (%s)
     # total-vm:%lukB, anon-rss:%lukB, file-rss:%lukB\n", ...) (shmem-rss added in 4.6)
+    # Ray lists the OOM killer among its guesses when a worker or raylet dies ("(1) The
+    # process is killed by SIGKILL by OOM killer due to high memory usage. (2) ray stop
+    # --force is called." and "(1) SIGKILL by the user or system OOM killer, (2) Invalid
+    # memory access", ray.json's sources): a guess, not a kill, also when a terminal's wrap
+    # cuts the list off from Ray's own line
     _p(
         "host_oom",
-        r"oom[-_ ]kill|Out of memory: Kill|invoked oom-killer|Memory cgroup out of memory|"
+        r"(?<!SIGKILL by )(?<!user or system )"
+        r"oom[-_ ]kill(?!er due to high memory usage|er, \(2\) Invalid memory access)|"
+        r"Out of memory: Kill|invoked oom-killer|Memory cgroup out of memory|"
         r"\bKilled process \d+ \([^)\n]*\) total-vm:\d+kB|"
         r"OOMKilled|"
         r"OUT_OF_MEMORY|exceeded (its |the )?memory limit|low on resource: memory|"
@@ -241,9 +248,14 @@ JOB_AND_SCHEDULER: tuple[PatternRule, ...] = (
         priority=20,
         needles=("error",),  # every alternative ends in "Error"
     ),
+    # not Ray's guesses ("(3) The worker is crashed unexpectedly due to SIGSEGV or other
+    # unexpected errors.", "(2) Invalid memory access from Raylet causing SIGSEGV or SIGBUS"),
+    # cut off from Ray's own line by a terminal's wrap (see host_oom)
     _p(
         "segfault",
-        r"Segmentation fault|SIGSEGV|core dumped",
+        r"Segmentation fault|"
+        r"(?<!crashed unexpectedly due to )(?<!from Raylet causing )"
+        r"SIGSEGV(?! or other unexpected errors| or SIGBUS)|core dumped",
         USER,
         Blame.JOB,
         action=_FIX + " (if it recurs only on one node, suspect the node)",
