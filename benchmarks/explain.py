@@ -43,10 +43,12 @@ round sixteen's new cases, measured before round sixteen changed any rule
 scored on every split of the corpus with round seventeen's new cases, measured before round
 seventeen changed any rule (benchmarks/explain_round16.json), "round17": the figures the
 rules of main at 2a66319 scored on every split of the corpus with round eighteen's new cases,
-measured before round eighteen changed any rule (benchmarks/explain_round17.json), and
+measured before round eighteen changed any rule (benchmarks/explain_round17.json),
 "round18": the figures the rules of main at cec95b2 scored on every split of the corpus with
 round nineteen's new cases, measured before round nineteen changed any rule
-(benchmarks/explain_round18.json).
+(benchmarks/explain_round18.json), and "round19": the figures the rules of main at 465fb60
+scored on every split of the corpus, measured before round twenty changed any rule
+(benchmarks/explain_round19.json).
 "validation_3": a second held-out split gathered in round three from sources no other case
 uses, labelled and scored with round two's rules before any rule of round three was written;
 "validation_4": a third one, gathered in round eight from sources no other case uses, labelled
@@ -109,6 +111,7 @@ ROUND15 = Path(__file__).resolve().parent / "explain_round15.json"
 ROUND16 = Path(__file__).resolve().parent / "explain_round16.json"
 ROUND17 = Path(__file__).resolve().parent / "explain_round17.json"
 ROUND18 = Path(__file__).resolve().parent / "explain_round18.json"
+ROUND19 = Path(__file__).resolve().parent / "explain_round19.json"
 _SPLITS = (
     "training",
     "validation",
@@ -304,6 +307,7 @@ def run(argv: list[str]) -> dict[str, Any]:
             ("round16", ROUND16),
             ("round17", ROUND17),
             ("round18", ROUND18),
+            ("round19", ROUND19),
         )
         for key, path in frozen:
             if path.exists():
