@@ -108,6 +108,8 @@ FAMILY_FILES = (
     "rocm.json",
     "mpi.json",
     "jax.json",
+    "megatron.json",
+    "deepspeed.json",
     "ray.json",
     "horovod.json",
     "lightning.json",
