@@ -110,6 +110,7 @@ FAMILY_FILES = (
     "jax.json",
     "megatron.json",
     "deepspeed.json",
+    "tensorflow.json",
     "ray.json",
     "horovod.json",
     "lightning.json",
