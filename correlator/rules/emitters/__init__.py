@@ -112,6 +112,8 @@ FAMILY_FILES = (
     "deepspeed.json",
     "tensorflow.json",
     "ray.json",
+    # after the stacks that wrap gRPC statuses in their own messages (JAX, TF, Ray)
+    "grpc.json",
     "horovod.json",
     "lightning.json",
     "pytorch.json",
