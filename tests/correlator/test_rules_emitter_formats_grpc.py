@@ -38,8 +38,10 @@ Verdicts by the label policy (tests/fixtures/corpus/README.md): a connection tha
 to an address the line names is a socket error, interconnect / unknown, and the culprit is that
 remote address (none for loopback, 0.0.0.0 or a unix socket); a transport closed with no address
 (or only the call's peer in "Error received from peer", which names the channel's target, not a
-failed connection) names no node. A DNS failure of a named host reads the same way, the name
-being the peer, unless the resolver itself could not be reached (no node then). A deadline
+failed connection) names no node. A DNS failure is a socket error too, but names no node: a
+lookup that failed shows nothing about the named host itself (a wrong address, a host gone from
+DNS, the resolver down), and the issue's rule is that evidence that cannot settle blame names
+none. A deadline
 exceeded is a timeout with no visible cause (nccl_timeout_unknown / unknown, no node) unless the
 text also shows a peer unreachable.
 """
@@ -172,13 +174,14 @@ _NOT_FOUND = (
     "C-ares status is not ARES_SUCCESS qtype=AAAA name={host}: Domain name not found",
     "UNKNOWN: Name or service not known",
 )
-_DNS = "DNS resolution failed for {addr}: {why}"
+_DNS = "DNS resolution failed for {name}: {why}"
 _DNS_DEBUG = "UNKNOWN:" + _DNS + " " + _TIME
 
 
 def _dns_values(names: tuple, whys: tuple) -> dict[str, tuple]:
-    # c-ares names the host it queried: fill {host} from the same name
-    return {"addr": names, "why": whys, "host": tuple(n[1] for n in names)}
+    # c-ares names the host it queried: fill {host} from the same name; "name", not "addr",
+    # since the name that did not resolve is not a culprit
+    return {"name": names, "why": whys, "host": tuple(n[1] for n in names)}
 
 
 DNS_FMTS = [
@@ -201,8 +204,8 @@ NO_NODE = [
     rendezvous(
         "dns-no-server",
         DNS,
-        _DNS.replace("{addr}", "{name}"),
-        _DNS_DEBUG.replace("{addr}", "{name}"),
+        _DNS,
+        _DNS_DEBUG,
         NET,
         name=tuple(n[0] for n in _DNS_NAMES),
         why=_NO_DNS_SERVER,
@@ -282,8 +285,12 @@ def test_a_failed_connect_to_a_local_address_is_a_socket_error_naming_no_node(ad
     assert (got.category, got.blame, got.node) == ("interconnect", "unknown", None), got.explanation
 
 
-@pytest.mark.parametrize("name", ["localhost:6379", "localhost:50051"])
-def test_a_dns_failure_of_localhost_names_no_node(name: str) -> None:
+@pytest.mark.parametrize(
+    "name", ["localhost:6379", "localhost:50051", *(printed for printed, _ in _DNS_NAMES)]
+)
+def test_a_dns_failure_names_no_node(name: str) -> None:
+    # a name that did not resolve shows nothing about that host: a wrong address, a host gone
+    # from DNS or the resolver down read alike
     got = explain_text(
         f'\tdetails = "DNS resolution failed for {name}: UNKNOWN: Name or service not known"\n'
     )
