@@ -46,9 +46,11 @@ rules of main at 2a66319 scored on every split of the corpus with round eighteen
 measured before round eighteen changed any rule (benchmarks/explain_round17.json),
 "round18": the figures the rules of main at cec95b2 scored on every split of the corpus with
 round nineteen's new cases, measured before round nineteen changed any rule
-(benchmarks/explain_round18.json), and "round19": the figures the rules of main at 465fb60
+(benchmarks/explain_round18.json), "round19": the figures the rules of main at 465fb60
 scored on every split of the corpus with round twenty's new cases, measured before round twenty
-changed any rule (benchmarks/explain_round19.json).
+changed any rule (benchmarks/explain_round19.json), and "round20": the figures the rules of main
+at 083f2d7 scored on every split of the corpus, measured before round twenty-one changed any
+rule (benchmarks/explain_round20.json).
 "validation_3": a second held-out split gathered in round three from sources no other case
 uses, labelled and scored with round two's rules before any rule of round three was written;
 "validation_4": a third one, gathered in round eight from sources no other case uses, labelled
@@ -114,6 +116,7 @@ ROUND16 = Path(__file__).resolve().parent / "explain_round16.json"
 ROUND17 = Path(__file__).resolve().parent / "explain_round17.json"
 ROUND18 = Path(__file__).resolve().parent / "explain_round18.json"
 ROUND19 = Path(__file__).resolve().parent / "explain_round19.json"
+ROUND20 = Path(__file__).resolve().parent / "explain_round20.json"
 _SPLITS = (
     "training",
     "validation",
@@ -313,6 +316,7 @@ def run(argv: list[str]) -> dict[str, Any]:
             ("round17", ROUND17),
             ("round18", ROUND18),
             ("round19", ROUND19),
+            ("round20", ROUND20),
         )
         for key, path in frozen:
             if path.exists():

@@ -274,7 +274,10 @@ def test_bench_explain_keeps_the_four_figures_and_adds_splits_and_before() -> No
     assert result["n"] == len(LABELS)
     frozen = (
         "before",
-        *(f"round{i}" for i in (1, 2, 3, 4, 5, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19)),
+        *(
+            f"round{i}"
+            for i in (1, 2, 3, 4, 5, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20)
+        ),
     )
     added = tuple(f"training_added_round{i}" for i in range(8, 21))
     scored = ("training", *HELD_OUT, "training_added_after_split", *added)
@@ -346,15 +349,20 @@ _FROZEN_BEFORE = (
     ("round18", HELD_OUT[:13], "round19"),  # cec95b2: every split then (training has grown since)
     ("round19", (*HELD_OUT, "training"), "round20"),  # 465fb60: every split
 )
+# The rules of main at 083f2d7, frozen on every split before round twenty-one changed any rule.
+_FROZEN_LAST = ("round20", (*HELD_OUT, "training", "training_added_round20"))
 
 
 def _later_rounds_scored_every_split_before_their_rules(result: dict[str, Any]) -> None:
-    """Rounds nine to nineteen's frozen figures cover every split they were measured on."""
+    """Rounds nine to twenty's frozen figures cover every split they were measured on."""
     for frozen, splits, later in _FROZEN_BEFORE:
         for split in (*splits, f"training_added_{later}"):
             assert result[frozen][split]["n"] == result[split]["n"], (frozen, split)
         cases = [c for c in LABELS if c.get(later)]
         assert result[f"training_added_{later}"]["n"] == len(cases) >= 6  # round seventeen: 6
+    last, last_splits = _FROZEN_LAST
+    for split in last_splits:
+        assert result[last][split]["n"] == result[split]["n"], (last, split)
 
 
 def test_bench_explain_scores_one_split_alone_and_lists_only_training_misses() -> None:
