@@ -117,6 +117,9 @@ FAMILY_FILES = (
     "horovod.json",
     "lightning.json",
     "pytorch.json",
+    # errno texts (glibc's, as CPython and coreutils print them): after the stacks that quote one
+    # inside their own messages (NCCL's /dev/shm, the DataLoader's bus error)
+    "os_errors.json",
     "kube_scheduler.json",
     "kubelet.json",
     "kubeflow.json",
