@@ -9,8 +9,10 @@ Formats, from the emitters' own sources:
   ancdata"; pytorch/pytorch torch/utils/data/dataloader.py @0025348e03 _try_get_data's EMFILE
   message and its NOTE [ DataLoader on Linux and open files limit ] tying the two together.
 - pytorch/pytorch aten/src/ATen/MapAllocator.cpp @9de0cafe3c: "unable to open shared memory
-  object <%s> in read-write mode: %s (%d)", "unable to allocate shared memory(shm) for file <%s>:
-  %s (%d)", "unable to write to file <%s>: %s (%d)" (c10::utils::str_error, errno).
+  object <%s> in read-write mode: %s (%d)", "unable to write to file <%s>: %s (%d)"
+  (c10::utils::str_error, errno); newer versions of the file (a copy whose commit the code index
+  did not give) add posix_fallocate's "unable to allocate shared memory(shm) for file <%s>: %s
+  (%d)".
 - pytorch/pytorch caffe2/serialize/inline_container.cc @02b040c187: "PytorchStreamWriter failed
   " what info ": " mz_zip_get_error_string ("writing file data/0: file write failed"), and
   "unexpected pos %d vs %d", behind c10's "[enforce fail at inline_container.cc:N] . ".
