@@ -48,9 +48,11 @@ measured before round eighteen changed any rule (benchmarks/explain_round17.json
 round nineteen's new cases, measured before round nineteen changed any rule
 (benchmarks/explain_round18.json), "round19": the figures the rules of main at 465fb60
 scored on every split of the corpus with round twenty's new cases, measured before round twenty
-changed any rule (benchmarks/explain_round19.json), and "round20": the figures the rules of main
-at 083f2d7 scored on every split of the corpus with round twenty-one's new cases, measured before
-round twenty-one changed any rule (benchmarks/explain_round20.json).
+changed any rule (benchmarks/explain_round19.json), "round20": the figures the rules of main at
+083f2d7 scored on every split of the corpus with round twenty-one's new cases, measured before
+round twenty-one changed any rule (benchmarks/explain_round20.json), and "round21": the figures
+the rules of main at 789a97c scored on every split of the corpus, measured before round
+twenty-two changed any rule (benchmarks/explain_round21.json).
 "validation_3": a second held-out split gathered in round three from sources no other case
 uses, labelled and scored with round two's rules before any rule of round three was written;
 "validation_4": a third one, gathered in round eight from sources no other case uses, labelled
@@ -119,6 +121,7 @@ ROUND17 = Path(__file__).resolve().parent / "explain_round17.json"
 ROUND18 = Path(__file__).resolve().parent / "explain_round18.json"
 ROUND19 = Path(__file__).resolve().parent / "explain_round19.json"
 ROUND20 = Path(__file__).resolve().parent / "explain_round20.json"
+ROUND21 = Path(__file__).resolve().parent / "explain_round21.json"
 _SPLITS = (
     "training",
     "validation",
@@ -322,6 +325,7 @@ def run(argv: list[str]) -> dict[str, Any]:
             ("round18", ROUND18),
             ("round19", ROUND19),
             ("round20", ROUND20),
+            ("round21", ROUND21),
         )
         for key, path in frozen:
             if path.exists():
