@@ -6,9 +6,10 @@ Top level (whole corpus, as before): {"n", "category_accuracy", "blame_accuracy"
 "training_added_after_split": the training cases issue #11's later rounds added,
 "training_added_round3" / "_round4" / "_round5" / "_round8" / "_round9" / "_round10" /
 "_round11" / "_round12" / "_round13" / "_round14" / "_round15" / "_round16" / "_round17" /
-"_round18" / "_round19" / "_round20" / "_round21": those of the third / fourth / fifth / eighth /
-ninth / tenth / eleventh / twelfth / thirteenth / fourteenth / fifteenth / sixteenth /
-seventeenth / eighteenth / nineteenth / twentieth / twenty-first round alone),
+"_round18" / "_round19" / "_round20" / "_round21" / "_round22": those of the third / fourth /
+fifth / eighth / ninth / tenth / eleventh / twelfth / thirteenth / fourteenth / fifteenth /
+sixteenth / seventeenth / eighteenth / nineteenth / twentieth / twenty-first / twenty-second round
+alone),
 "before":
 the frozen figures the rules scored before issue #11 changed any rule, "round1": the
 figures round one of issue #11 left (benchmarks/explain_round1.json), "round2": the figures
@@ -51,8 +52,8 @@ scored on every split of the corpus with round twenty's new cases, measured befo
 changed any rule (benchmarks/explain_round19.json), "round20": the figures the rules of main at
 083f2d7 scored on every split of the corpus with round twenty-one's new cases, measured before
 round twenty-one changed any rule (benchmarks/explain_round20.json), and "round21": the figures
-the rules of main at 789a97c scored on every split of the corpus, measured before round
-twenty-two changed any rule (benchmarks/explain_round21.json).
+the rules of main at 789a97c scored on every split of the corpus with round twenty-two's new
+cases, measured before round twenty-two changed any rule (benchmarks/explain_round21.json).
 "validation_3": a second held-out split gathered in round three from sources no other case
 uses, labelled and scored with round two's rules before any rule of round three was written;
 "validation_4": a third one, gathered in round eight from sources no other case uses, labelled
@@ -80,7 +81,9 @@ labelled and scored with the rules of cec95b2 before any rule of round nineteen 
 "validation_15": a fourteenth one, gathered in round twenty from sources no other case uses,
 labelled and scored with the rules of 465fb60 before any rule of round twenty was written;
 "validation_16": a fifteenth one, gathered in round twenty-one from sources no other case uses,
-labelled and scored with the rules of 083f2d7 before any rule of round twenty-one was written.
+labelled and scored with the rules of 083f2d7 before any rule of round twenty-one was written;
+"validation_17": a sixteenth one, gathered in round twenty-two from sources no other case uses,
+labelled and scored with the rules of 789a97c before any rule of round twenty-two was written.
 
 Per split: culprit_accuracy (the node, over cases whose label names one), nothing_recognised_rate
 (cases with a failure to explain where explain recognised nothing), node_blame_on_user_or_oom
@@ -139,6 +142,7 @@ _SPLITS = (
     "validation_14",
     "validation_15",
     "validation_16",
+    "validation_17",
 )
 _JOB_TRUTH = {"user_code", "oom_host", "oom_gpu"}
 
@@ -218,6 +222,7 @@ _ROUNDS = (
     "round19",
     "round20",
     "round21",
+    "round22",
 )
 # The groups reported, in this order, when they have cases.
 _GROUPS = (
@@ -240,6 +245,7 @@ _GROUPS = (
     "validation_14",
     "validation_15",
     "validation_16",
+    "validation_17",
 )
 
 
