@@ -143,11 +143,12 @@ _LINE_PATTERNS: tuple[re.Pattern[str], ...] = (
     # pdsh's own report about a remote host: "pdsh@login1: gpu-07: ssh exited with exit code 1"
     re.compile(r"^\s*pdsh@[\w.-]+: (?P<h>[A-Za-z0-9][\w.-]*): "),
     # shell prompt: "[root@gpu-node-07 dir]#", "user@gpu-node-07:~$", "user@gpu-node-07 ~ %", but
-    # not when the command there queries the whole cluster (that host is a login node)
+    # not when the command there queries the whole cluster or runs on other nodes (pdsh, clush,
+    # pssh, ansible: that host is a login node)
     re.compile(
         r"^\s*(?:\([\w.-]+\)\s*)?\[?[\w.-]+@(?P<h>[A-Za-z0-9][\w.-]*)[: ][^\n#$%]*?[#$%]"
         r"(?!\s*(?:sudo\s+)?(?:kubectl|oc|helm|sinfo|squeue|sacct|scontrol|sbatch|srun|salloc|"
-        r"ssh|pbsnodes|qstat)\b)"
+        r"ssh|pbsnodes|qstat|pdsh|clush|clubak|pssh|parallel-ssh|ansible|ansible-playbook)\b)"
     ),
     # kubectl events: "node/gpu-node-07"
     re.compile(r"\bnode/(?P<h>[A-Za-z0-9][\w.-]*)"),

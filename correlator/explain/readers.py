@@ -19,6 +19,7 @@ from correlator.explain.hosts import (
     prefix_hosts,
     shared_prefix,
 )
+from correlator.explain.hosts_blocks import block_hosts
 from correlator.explain.hosts_records import logentry_hosts
 from correlator.explain.readers_gpu import (
     ReadResult,
@@ -317,7 +318,11 @@ def read_delivered(text: str) -> tuple[list[Event], list[str], Delivered]:
         c or e
         for c, e in zip(context_hosts(lines, prefixed=found), logentry_hosts(lines), strict=True)
     ]
-    hints = _with_delivery_hosts(lines, context, delivered.hosts)
+    named = _with_delivery_hosts(lines, context, delivered.hosts)
+    # a fan-out tool's block header (clush -b, Ansible, pssh -i) names the host of each line
+    # below it, but not as a host the whole text is about: a healthy node's block must not
+    # make it the culprit of a fault another block shows for several nodes at once
+    hints = [h or b for h, b in zip(named, block_hosts(lines), strict=True)]
     skip = structured.claimed | {
         i
         for i, (a, b) in enumerate(zip(bare, lines, strict=True))
@@ -329,5 +334,5 @@ def read_delivered(text: str) -> tuple[list[Event], list[str], Delivered]:
     events = structured.events + parsed + _verbatim(fallback, verbatim)
     _attach_hosts(events, (bare, lines), hints)
     _labelled(events, delivered.labels)
-    hosts = [h for i, ln in enumerate(lines) if (h := hints[i] or host_in_line(ln))]
+    hosts = [h for i, ln in enumerate(lines) if (h := named[i] or host_in_line(ln))]
     return events, hosts, delivered

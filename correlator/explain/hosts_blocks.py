@@ -1,0 +1,128 @@
+"""Hosts that a fan-out tool's block header names for the remote output below it.
+
+Tools that run one command on many nodes and print each node's (or each group of nodes') output
+under a header line: the header's host is the host of every line of its block, as pdsh's
+"host: " prefix is of its line. A header that names several nodes (one output shared by all)
+names none, by the corpus's policy that several nodes showing the same fault settle no culprit.
+
+Sources:
+- ClusterShell `clush -b` / `clubak -b`: cea-hpc/clustershell lib/ClusterShell/CLI/Display.py
+  @06ca77d0378f (SEP = "-" * 15; format_header: SEP, then the node set with " (%d)" after it
+  when it has more than one node, then SEP; _print_buffer: the header, then the shared output);
+  `clush` without -b prefixes each line "node: " (print_line), which hosts.prefix_hosts reads;
+- Ansible: ansible/ansible lib/ansible/plugins/callback/minimal.py (_command_generic_msg:
+  "%s | %s | rc=%s >>\\n" then stdout, stderr and msg; "%s | FAILED! => %s", "%s | SUCCESS =>
+  %s", "%s | UNREACHABLE! => %s" with the result as JSON, indent=4) and callback/default.py
+  (v2_runner_on_failed / _unreachable: "fatal: [%s]: FAILED! => %s", "fatal: [%s]:
+  UNREACHABLE! => %s", an item's "failed: [%s] (item=%s) => %s", "ok: [%s]", "changed: [%s]";
+  host_label "%s -> %s" when the task was delegated to another host, which then ran it);
+- parallel-ssh `pssh -i`: krig/parallel-ssh psshlib/task.py @1b3fe60602a4 (Task.report:
+  "[%s] %s [SUCCESS|FAILURE] %s %s" of the sequence number, time.asctime()'s HH:MM:SS,
+  pretty_host "user@host:port" (user and port only when given) and the failures ("Exited with
+  error code %s", "Killed by signal %s", "Timed out"); then the host's stdout, and its stderr
+  behind "Stderr: ").
+"""
+
+from __future__ import annotations
+
+import re
+
+from correlator.explain.hosts import clean_host
+
+_SEP = re.compile(r"^(?P<ind>\s*)-{15}\s*$")  # ClusterShell's Display.SEP, exactly 15 dashes
+# the node set line: one node ("gpu-07"), a folded set ("gpu[01-03] (3)", "a,b (2)") or a
+# group ("@gpu (8)"); the count appears only for a set of more than one node
+_NODESET = re.compile(r"^\s*(?P<ns>\S+)(?: \((?P<n>\d+)\))?\s*$")
+
+_HOST = r"(?P<h>[^\s|\[\]]+)"
+# Ansible's and pssh's header lines, each naming the host its block is about (None where the
+# label holds more than one host: Ansible's delegated "[a -> b]")
+_HEADERS: tuple[re.Pattern[str], ...] = (
+    # Ansible minimal.py: "host | FAILED | rc=1 >>", "host | FAILED! => {", and default.py:
+    # "fatal: [host]: FAILED! => {...}", "failed: [host] (item=x) => {...}", "ok: [host]"
+    re.compile(r"^" + _HOST + r" \| [A-Z]+!? \| rc=-?\d+ >>\s*$"),
+    re.compile(r"^" + _HOST + r" \| (?:SUCCESS|CHANGED|FAILED!|UNREACHABLE!|SKIPPED) => "),
+    re.compile(
+        r"^(?:fatal|failed|ok|changed|skipping|unreachable): \[(?P<h>[^\]]+)\]"
+        r"(?:: (?:FAILED|UNREACHABLE)!| \(item=.*?\))?(?: => |\s*$)"
+    ),
+    # pssh -i: "[2] 10:00:01 [FAILURE] root@gpu-07:2222 Exited with error code 1"
+    re.compile(
+        r"^\[\d+\] \d\d:\d\d:\d\d \[(?:SUCCESS|FAILURE)\] (?:[\w.-]+@)?(?P<h>[^\s:]+)(?::\d+)?"
+        r"(?: .*)?$"
+    ),
+)
+_JSON_RESULT = frozenset({1, 2})  # the _HEADERS whose result follows as JSON (" => ")
+# lines that end a block without opening another: Ansible's banners ("TASK [x] ****", "PLAY
+# RECAP ****"), a shell prompt (the paste went on with another command)
+_ENDS = re.compile(
+    r"^(?:(?:PLAY|TASK|RUNNING HANDLER|PLAY RECAP)\b.*\*{3,}\s*$"
+    r"|\s*(?:\([\w.-]+\)\s*)?\[?[\w.-]+@[\w.-]+[: ][^\n#$%]*?[#$%](?:\s|$))"
+)
+
+
+_MARKS = ("-" * 15, " | ", ": [", " [SUCCESS] ", " [FAILURE] ")
+
+
+def _nodeset_host(ns: str, count: str | None) -> str | None:
+    """The one node a ClusterShell node set names, or None for a set of several or a group."""
+    if (count and count != "1") or any(c in ns for c in "[],@!&^"):
+        return None
+    # a word between two dashed rules ("Summary") is a title in many reports: a node's name
+    # without a digit is taken for a host nowhere else either (hosts._pdsh_host)
+    if not any(c.isdigit() for c in ns):
+        return None
+    return clean_host(ns)
+
+
+def _clush_header(lines: list[str], i: int) -> re.Match[str] | None:
+    """The node set line's match when lines i..i+2 are a ClusterShell header; else None."""
+    first = _SEP.match(lines[i])
+    if not first or i + 2 >= len(lines):
+        return None
+    last = _SEP.match(lines[i + 2])
+    m = _NODESET.match(lines[i + 1])
+    return m if last and m and last.group("ind") == first.group("ind") else None
+
+
+def _header(line: str) -> tuple[str | None, bool] | None:
+    """(the host, whether a JSON result follows) when `line` is an Ansible or pssh header."""
+    for n, pattern in enumerate(_HEADERS):
+        if m := pattern.match(line):
+            return clean_host(m.group("h")), n in _JSON_RESULT
+    return None
+
+
+def block_hosts(lines: list[str]) -> list[str | None]:
+    """For each line inside a clush -b, Ansible or pssh -i block (its header included), the
+    host the block's header names; None outside blocks and in blocks of several nodes."""
+    out: list[str | None] = [None] * len(lines)
+    if not any(mark in ln for ln in lines for mark in _MARKS):
+        return out  # every header has one of these; most texts have none
+    host: str | None = None
+    in_json = False  # inside a result pretty-printed below its header, up to its closing "}"
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        ns = _clush_header(lines, i) if line.startswith(("-", " ")) else None
+        if ns is not None:
+            host, in_json = _nodeset_host(ns.group("ns"), ns.group("n")), False
+            out[i : i + 3] = [host] * 3
+            i += 3
+            continue
+        head = _header(line)
+        if head is not None:
+            out[i] = head[0]
+            # a result on the header's own line is the whole block; one opened there ("=> {")
+            # runs to its closing brace; an "rc=N >>" or pssh block to the next header
+            opened = line.rstrip().endswith("{")
+            host = head[0] if opened or not head[1] else None
+            in_json = head[1] and opened
+        elif in_json or not _ENDS.match(line):
+            out[i] = host
+            if in_json and line.rstrip() == "}":
+                host, in_json = None, False
+        else:
+            host = None
+        i += 1
+    return out
