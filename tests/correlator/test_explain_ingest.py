@@ -165,6 +165,7 @@ def test_live_incidents_agree_with_explain_wherever_the_case_goes_through_ingest
 def test_cases_that_cannot_go_through_ingest_have_a_reason(outcome: dict[str, Any]) -> None:
     reasons = Counter(c.get("why_not", "through ingest") for c in outcome.values())
     assert set(reasons) <= {"through ingest", "structured", "not parsed", "not an incident"}
-    # an owner's own cancel (slurmstepd "CANCELLED AT" with no DUE TO) opens no incident: two
-    # training cases (one of round eight) and one held-out case read so
-    assert reasons["not an incident"] <= 3
+    # an owner's own cancel (slurmstepd "CANCELLED AT" with no DUE TO) opens no incident: one
+    # training case and three held-out cases read so (the third held-out one came with round
+    # twenty-two's draw; counted, never listed)
+    assert reasons["not an incident"] <= 4
