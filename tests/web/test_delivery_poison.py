@@ -45,9 +45,15 @@ def _delivery(tmp_path: Path, server: TestClient) -> Delivery:
     )
 
 
-def _samples(n: int) -> list[Sample]:
-    now = time.time() - 60
-    return [Sample(ts=now + i, gpu_uuid=f"GPU-{i % 4}", util_gpu=float(i % 100)) for i in range(n)]
+def _samples(n: int, start: int = 0) -> list[Sample]:
+    # samples are keyed by (GPU, millisecond): batches that must all be stored take disjoint
+    # seconds (`start`), since two calls a fraction of a millisecond apart would otherwise
+    # land on the same keys and be stored once
+    now = time.time() - 120
+    return [
+        Sample(ts=now + start + i, gpu_uuid=f"GPU-{i % 4}", util_gpu=float(i % 100))
+        for i in range(n)
+    ]
 
 
 def _run(d: Delivery, rounds: int = 200) -> list[Outcome]:
@@ -91,7 +97,7 @@ def test_an_item_the_database_refuses_is_isolated_by_bisection_and_the_rest_is_s
     poison = Event(ts=time.time(), node="n1", source="joblog", kind="other", message="poison")
     d.spool.put(Observations(samples=_samples(30)))
     d.spool.put(Observations(events=[poison]))
-    d.spool.put(Observations(samples=_samples(30)))
+    d.spool.put(Observations(samples=_samples(30, start=30)))
     _install_poison_trigger(engine)  # a real database error on that one row: 500
     try:
         outcomes = _run(d)
