@@ -5,6 +5,8 @@ from __future__ import annotations
 import ipaddress
 import re
 
+from correlator.rules.hosts import every_hosts
+
 # A plausible host name: letters, digits, dots, dashes, underscores; not only dots/digits-dots
 # like "..." (elided in a paste) and not placeholders such as "<none>" or "(null)".
 _HOST_OK = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,253}$")
@@ -229,14 +231,12 @@ def clean_host(value: str | None, *, numeric: bool = False) -> str | None:
 
 
 def _every_hosts(value: str) -> bool:
-    # a bind-all (0.0.0.0), loopback (127.x) or multicast address is the same on every host
-    # (RFC 1122 3.2.1.3, RFC 5771): an emitter that prints one (Ray's "Worker IP address:
-    # 0.0.0.0") has not said which node it means
+    # an address every host has names no node: an emitter that prints one (Ray's "Worker IP
+    # address: 0.0.0.0") has not said which node it means, as a peer's would not (peer_host)
     try:
-        addr = ipaddress.ip_address(value)
+        return every_hosts(ipaddress.ip_address(value))
     except ValueError:
         return False
-    return addr.is_unspecified or addr.is_loopback or addr.is_multicast
 
 
 def host_in_line(line: str) -> str | None:

@@ -20,6 +20,12 @@ _PLACEHOLDERS = re.compile(
 )
 
 
+def every_hosts(addr: ipaddress.IPv4Address | ipaddress.IPv6Address) -> bool:
+    """True for an address every host has, so it names none: bind-all (0.0.0.0, ::), loopback
+    (127.x, ::1) or multicast (RFC 1122 3.2.1.3, RFC 4291, RFC 5771)."""
+    return addr.is_loopback or addr.is_unspecified or addr.is_multicast
+
+
 def _bare_address(value: str) -> str | None:
     """`value` itself when it is an IP address (scope id dropped), else None: a bare IPv6
     address ends in ':<hex>', which _WRAP would take for a port (TCPStore's capture of
@@ -58,7 +64,7 @@ def peer_host(value: str | None) -> str | None:
         ):
             return None
         return host
-    if addr.is_loopback or addr.is_unspecified or addr.is_multicast or addr == _METADATA:
+    if every_hosts(addr) or addr == _METADATA:
         return None
     if addr.is_link_local and addr.version == 6:
         # fe80::/10 is scoped to one link, but its interface identifier is the port's own
