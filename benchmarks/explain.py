@@ -104,46 +104,17 @@ from typing import Any
 from correlator.explain import explain_bytes
 
 DEFAULT_CORPUS = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "corpus"
-BEFORE = Path(__file__).resolve().parent / "explain_before.json"
-ROUND1 = Path(__file__).resolve().parent / "explain_round1.json"
-ROUND2 = Path(__file__).resolve().parent / "explain_round2.json"
-ROUND3 = Path(__file__).resolve().parent / "explain_round3.json"
-ROUND4 = Path(__file__).resolve().parent / "explain_round4.json"
-ROUND5 = Path(__file__).resolve().parent / "explain_round5.json"
-ROUND7 = Path(__file__).resolve().parent / "explain_round7.json"
-ROUND8 = Path(__file__).resolve().parent / "explain_round8.json"
-ROUND9 = Path(__file__).resolve().parent / "explain_round9.json"
-ROUND10 = Path(__file__).resolve().parent / "explain_round10.json"
-ROUND11 = Path(__file__).resolve().parent / "explain_round11.json"
-ROUND12 = Path(__file__).resolve().parent / "explain_round12.json"
-ROUND13 = Path(__file__).resolve().parent / "explain_round13.json"
-ROUND14 = Path(__file__).resolve().parent / "explain_round14.json"
-ROUND15 = Path(__file__).resolve().parent / "explain_round15.json"
-ROUND16 = Path(__file__).resolve().parent / "explain_round16.json"
-ROUND17 = Path(__file__).resolve().parent / "explain_round17.json"
-ROUND18 = Path(__file__).resolve().parent / "explain_round18.json"
-ROUND19 = Path(__file__).resolve().parent / "explain_round19.json"
-ROUND20 = Path(__file__).resolve().parent / "explain_round20.json"
-ROUND21 = Path(__file__).resolve().parent / "explain_round21.json"
-_SPLITS = (
-    "training",
-    "validation",
-    "validation_3",
-    "validation_4",
-    "validation_5",
-    "validation_6",
-    "validation_7",
-    "validation_8",
-    "validation_9",
-    "validation_10",
-    "validation_11",
-    "validation_12",
-    "validation_13",
-    "validation_14",
-    "validation_15",
-    "validation_16",
-    "validation_17",
+_HERE = Path(__file__).resolve().parent
+# The figures frozen before issue #11 changed any rule, then each round's (round six froze none):
+# key "roundN" reads benchmarks/explain_roundN.json.
+_FROZEN = (
+    ("before", _HERE / "explain_before.json"),
+    *((f"round{i}", _HERE / f"explain_round{i}.json") for i in (1, 2, 3, 4, 5, *range(7, 22))),
 )
+# the held-out splits in the order they were drawn (there is no validation_2: the second one,
+# gathered in round three, is validation_3)
+_HELD_OUT = ("validation", *(f"validation_{i}" for i in range(3, 18)))
+_SPLITS = ("training", *_HELD_OUT)
 _JOB_TRUTH = {"user_code", "oom_host", "oom_gpu"}
 
 
@@ -204,26 +175,7 @@ def _original_sources(labels: list[dict[str, Any]]) -> set[str]:
 
 
 # The training rounds a case may be marked with ("round3": true ...), each reported apart.
-_ROUNDS = (
-    "round3",
-    "round4",
-    "round5",
-    "round8",
-    "round9",
-    "round10",
-    "round11",
-    "round12",
-    "round13",
-    "round14",
-    "round15",
-    "round16",
-    "round17",
-    "round18",
-    "round19",
-    "round20",
-    "round21",
-    "round22",
-)
+_ROUNDS = tuple(f"round{i}" for i in (3, 4, 5, *range(8, 23)))
 # The groups reported, in this order, when they have cases.
 _GROUPS = (
     "training",
@@ -231,21 +183,7 @@ _GROUPS = (
     *(f"training_added_{r}" for r in _ROUNDS),
     "validation",
     "validation_new_sources",
-    "validation_3",
-    "validation_4",
-    "validation_5",
-    "validation_6",
-    "validation_7",
-    "validation_8",
-    "validation_9",
-    "validation_10",
-    "validation_11",
-    "validation_12",
-    "validation_13",
-    "validation_14",
-    "validation_15",
-    "validation_16",
-    "validation_17",
+    *_HELD_OUT[1:],
 )
 
 
@@ -310,30 +248,7 @@ def run(argv: list[str]) -> dict[str, Any]:
     args = parser.parse_args(argv)
     figures, misses = evaluate(args.corpus, args.split)
     if args.corpus == DEFAULT_CORPUS and args.split is None:
-        frozen = (
-            ("before", BEFORE),
-            ("round1", ROUND1),
-            ("round2", ROUND2),
-            ("round3", ROUND3),
-            ("round4", ROUND4),
-            ("round5", ROUND5),
-            ("round7", ROUND7),
-            ("round8", ROUND8),
-            ("round9", ROUND9),
-            ("round10", ROUND10),
-            ("round11", ROUND11),
-            ("round12", ROUND12),
-            ("round13", ROUND13),
-            ("round14", ROUND14),
-            ("round15", ROUND15),
-            ("round16", ROUND16),
-            ("round17", ROUND17),
-            ("round18", ROUND18),
-            ("round19", ROUND19),
-            ("round20", ROUND20),
-            ("round21", ROUND21),
-        )
-        for key, path in frozen:
+        for key, path in _FROZEN:
             if path.exists():
                 figures[key] = json.loads(path.read_text("utf-8"))
     if args.misses:
