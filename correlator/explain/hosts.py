@@ -223,7 +223,7 @@ def clean_host(value: str | None, *, numeric: bool = False) -> str | None:
         return None
     value = value.strip().rstrip(":,;")
     digits = value.strip(".").isdigit() and "." not in value
-    if not _HOST_OK.match(value) or (digits and not (numeric and not _YEAR.match(value))):
+    if not _HOST_OK.match(value) or (digits and (not numeric or _YEAR.match(value))):
         return None
     if value.lower() in _NOT_HOSTS or set(value) <= {"."} or _MASKED.match(value):
         return None
