@@ -6,6 +6,7 @@ REQUIRE_SLURM=1 (CI), which turns any such reason or a failed start into a failu
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 
 import pytest
@@ -19,3 +20,13 @@ def slurm_cluster() -> Iterator[SlurmCluster]:
     cluster = cluster_or_skip(SlurmCluster.start)
     yield cluster
     cluster.stop()
+
+
+@pytest.fixture
+def utc(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """The recorded cluster ran in UTC; Slurm prints local time."""
+    monkeypatch.setenv("TZ", "UTC")
+    time.tzset()
+    yield
+    monkeypatch.undo()
+    time.tzset()
