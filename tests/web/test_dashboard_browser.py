@@ -52,6 +52,26 @@ def _visit(page: Any, url: str, errors: list[str]) -> None:
     assert len(errors) == before, f"console errors on {url}: {errors[before:]}"
 
 
+def _heatmap_grid_and_filters(page: Any, base: str) -> None:
+    """The fleet page's Plotly heatmap draws, a click on the grid opens a node, a filter narrows."""
+    # Plotly drew the heatmap and the charts (its script ran; data came from the API).
+    page.goto(base + "/", wait_until="networkidle")
+    page.wait_for_selector("#heatmap .main-svg", timeout=15_000)
+    # The grid is drawn on canvas; a click on a GPU opens its node.
+    canvas = page.locator("canvas.grid").first
+    assert canvas.bounding_box()["height"] > 10
+    canvas.click(position={"x": 155, "y": 8})
+    page.wait_for_url(f"{base}/nodes/**")
+    # Filters: choosing a user narrows the grid.
+    page.goto(base + "/", wait_until="networkidle")
+    total = int(page.get_attribute("#fleet-grid", "data-gpus") or 0)
+    page.select_option("#fleet-filters select[name=user]", "carol")
+    page.click("#fleet-filters button[type=submit]")
+    page.wait_for_url("**user=carol**")
+    narrowed = int(page.get_attribute("#fleet-grid", "data-gpus") or 0)
+    assert 0 < narrowed < total
+
+
 @pytest.mark.parametrize("migrated_url", ["sqlite"], indirect=True)
 def test_every_page_in_chromium_filters_links_and_screenshots(site: tuple[str, Seeded]) -> None:
     base, fleet = site
@@ -86,22 +106,7 @@ def test_every_page_in_chromium_filters_links_and_screenshots(site: tuple[str, S
                 )
             )
             assert page.locator("button.approve").count() == 0  # a viewer never sees one
-        # Plotly drew the heatmap and the charts (its script ran; data came from the API).
-        page.goto(base + "/", wait_until="networkidle")
-        page.wait_for_selector("#heatmap .main-svg", timeout=15_000)
-        # The grid is drawn on canvas; a click on a GPU opens its node.
-        canvas = page.locator("canvas.grid").first
-        assert canvas.bounding_box()["height"] > 10
-        canvas.click(position={"x": 155, "y": 8})
-        page.wait_for_url(f"{base}/nodes/**")
-        # Filters: choosing a user narrows the grid.
-        page.goto(base + "/", wait_until="networkidle")
-        total = int(page.get_attribute("#fleet-grid", "data-gpus") or 0)
-        page.select_option("#fleet-filters select[name=user]", "carol")
-        page.click("#fleet-filters button[type=submit]")
-        page.wait_for_url("**user=carol**")
-        narrowed = int(page.get_attribute("#fleet-grid", "data-gpus") or 0)
-        assert 0 < narrowed < total
+        _heatmap_grid_and_filters(page, base)
         for href in sorted(links - {"/docs", "/metrics", "/login"}):
             answer = page.request.get(base + href.split("#")[0])
             assert answer.status == 200, href
