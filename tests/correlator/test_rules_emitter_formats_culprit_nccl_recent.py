@@ -314,6 +314,51 @@ def test_a_recent_nccl_line_names_the_culprit_its_release_means(
     check(fmt, text, node)
 
 
+# nccl-tests (NVIDIA/nccl-tests @a0b82b2260cf): src/common.cu testStreamSynchronize's "%s: Test
+# timeout (%ds) %s:%d" (a collective hung: no culprit) and src/common.h NCCLCHECK's "%s: Test
+# NCCL failure %s:%d '%s / %s'" with ncclGetLastError's text (the WARN without its prefix),
+# each followed by TESTCHECK's " .. %s pid %d: Test failure %s:%d"
+_NCCL_TESTS = "NVIDIA/nccl-tests src/common.cu@a0b82b2260cf"
+_TEST_FAILURE = "\n .. {host} pid {pid}: Test failure common.cu:{line}\n"
+NCCL_TESTS = [
+    Fmt(
+        "nccl-tests-timeout",
+        _NCCL_TESTS,
+        "{host}: Test timeout ({s}s) common.cu:{line}" + _TEST_FAILURE,
+        {"host": HOSTS, "s": (60, 300, 1800), "pid": (3117, 48), "line": (523, 1005)},
+        ("nccl_timeout_unknown", "unknown"),
+    ),
+    Fmt(
+        "nccl-tests-remote-closed",
+        _NCCL_TESTS,
+        "{host}: Test NCCL failure common.cu:{line} 'remote process exited or there was a network "
+        "error / socketProgress: Connection closed by remote peer {peer}'" + _TEST_FAILURE,
+        {"host": HOSTS, "peer": NAMED_PEERS, "pid": (3117, 48), "line": (1005, 958)},
+        NET,
+        "peer",
+    ),
+    Fmt(
+        "nccl-tests-ib-completion",
+        _NCCL_TESTS,
+        "{host}: Test NCCL failure common.cu:{line} 'remote process exited or there was a network "
+        "error / NET/IB: Got completion from peer {peer} with status=12 opcode=0 len=0 vendor err "
+        "129 (Send) hca mlx5_0'" + _TEST_FAILURE,
+        {"host": HOSTS, "peer": PEERS, "pid": (3117, 48), "line": (1005, 958)},
+        IB,
+        "host",
+    ),
+]
+
+
+@pytest.mark.parametrize(("fmt", "text", "node"), params(NCCL_TESTS))
+def test_an_nccl_tests_failure_names_the_culprit_nccl_would(
+    fmt: Fmt, text: str, node: str | None
+) -> None:
+    check(fmt, text, node)
+    if fmt.culprit is None:
+        assert explain_text(text).node is None  # a hang names nobody, not the printer
+
+
 _WATCHDOG = (
     "{h}: [rank{r}]:[E1102 04:10:{r:02d}.118000 ProcessGroupNCCL.cpp:1595] [PG ID 0 PG GUID "
     "0(default_pg) Rank {r}] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=811, "
