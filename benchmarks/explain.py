@@ -91,7 +91,11 @@ labelled and scored with the rules of 789a97c before any rule of round twenty-tw
 uses, labelled and scored with the rules of 3550c85 before any rule of round twenty-three was
 written.
 
-Per split: culprit_accuracy (the node, over cases whose label names one), nothing_recognised_rate
+Per split: culprit_accuracy (the node, over cases whose label names one), culprit_missed_unnamed
+and culprit_missed_other (of those, the cases explain named no node for / named another node
+for), culprit_missed_unrecognised (of the unnamed, those where explain recognised nothing at
+all), culprit_unwarranted (cases with a failure whose label names no node, where explain named
+one: a host the text does not single out), nothing_recognised_rate
 (cases with a failure to explain where explain recognised nothing), node_blame_on_user_or_oom
 (cases whose truth is the job's code or memory but explain blamed the node). A case's documented
 `alternative` reading counts as a hit, as in the per-case corpus test. `--corpus DIR` points at
@@ -145,6 +149,7 @@ def score_case(case: dict[str, Any], got: dict[str, Any]) -> dict[str, Any]:
         "blame": got["blame"] in {b for _, b in readings},
         "node": _same_node(got["node"], case["node"]),
         "named": case["node"] is not None,
+        "named_got": got["node"] is not None,
         "to_explain": case["category"] is not None,
         "unrecognised": case["category"] is not None and got["category"] is None,
         "node_blame_on_job": (
@@ -171,6 +176,14 @@ def figures_of(outcomes: list[dict[str, Any]]) -> dict[str, Any]:
         "node_accuracy": _rate(sum(o["node"] for o in outcomes), n),
         "culprit_named": len(named),
         "culprit_accuracy": _rate(sum(o["node"] for o in named), len(named)),
+        # How the named culprits were missed, and how often a host was named that the text does
+        # not single out: a wrong host is worse than none (the healer drains what is named).
+        "culprit_missed_unnamed": sum(not o["node"] and not o["named_got"] for o in named),
+        "culprit_missed_other": sum(not o["node"] and o["named_got"] for o in named),
+        "culprit_missed_unrecognised": sum(not o["node"] and o["unrecognised"] for o in named),
+        "culprit_unwarranted": sum(
+            o["to_explain"] and not o["named"] and o["named_got"] for o in outcomes
+        ),
         "nothing_recognised_rate": _rate(sum(o["unrecognised"] for o in outcomes), to_explain),
         "node_blame_on_user_or_oom": sum(o["node_blame_on_job"] for o in outcomes),
     }

@@ -308,6 +308,10 @@ def test_bench_explain_keeps_the_four_figures_and_adds_splits_and_before() -> No
             "node_accuracy",
             "culprit_named",
             "culprit_accuracy",
+            "culprit_missed_unnamed",
+            "culprit_missed_other",
+            "culprit_missed_unrecognised",
+            "culprit_unwarranted",
             "nothing_recognised_rate",
             "node_blame_on_user_or_oom",
         }, split
