@@ -2,10 +2,6 @@
 
 from __future__ import annotations
 
-import time
-from collections.abc import Iterator
-from pathlib import Path
-
 import pytest
 
 from collector.slurm.hostlist import (
@@ -22,22 +18,9 @@ from collector.slurm.scontrol import (
     parse_squeue_gres,
     split_node_reason,
 )
+from tests.collector.slurm.recorded import read
 
-FIX = Path(__file__).resolve().parents[2] / "fixtures" / "slurm"
-
-
-@pytest.fixture(autouse=True)
-def utc(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """The recorded cluster ran in UTC; Slurm prints local time."""
-    monkeypatch.setenv("TZ", "UTC")
-    time.tzset()
-    yield
-    monkeypatch.undo()
-    time.tzset()
-
-
-def read(name: str) -> str:
-    return (FIX / name).read_text()
+pytestmark = pytest.mark.usefixtures("utc")
 
 
 @pytest.mark.parametrize(
