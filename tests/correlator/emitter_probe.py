@@ -123,6 +123,18 @@ def errnos(*names: str) -> tuple[str, ...]:
     return tuple(strerror(n) for n in names)
 
 
+def nccl_prefix_values(src: str, lines: tuple[int, ...]) -> dict[str, Sequence[Any]]:
+    """Values of NCCL's "host:pid:tid [dev] file:line" prefix for a format of `src`."""
+    return {
+        "host": HOSTS,
+        "pid": (3117, 902211, 48),
+        "tid": (3190, 902377, 61),
+        "dev": (0, 3, 7),
+        "file": (src.removeprefix("src/"),),
+        "line": lines,
+    }
+
+
 def warn(
     key: str,
     src: str,
@@ -137,16 +149,7 @@ def warn(
         key=key,
         source=f"NVIDIA/nccl {src}@{NCCL_COMMIT[:10]}",
         template=body + "\n",
-        values={
-            "host": HOSTS,
-            "pid": (3117, 902211, 48),
-            "tid": (3190, 902377, 61),
-            "dev": (0, 3, 7),
-            "file": (src.removeprefix("src/"),),
-            "line": (288, 1905, 42),
-            "func": (func,),
-            **values,
-        },
+        values={**nccl_prefix_values(src, (288, 1905, 42)), "func": (func,), **values},
         want=want,
         culprit=culprit,
         prefixes=_PREFIXES,

@@ -19,7 +19,17 @@ from typing import Any
 import pytest
 
 from correlator.explain import explain_text
-from tests.correlator.emitter_probe import HOSTS, IB, NAMED_PEERS, NET, PEERS, Fmt, check, params
+from tests.correlator.emitter_probe import (
+    HOSTS,
+    IB,
+    NAMED_PEERS,
+    NET,
+    PEERS,
+    Fmt,
+    check,
+    nccl_prefix_values,
+    params,
+)
 
 _TAGS = {
     "2.18": "v2.18.3-1 ea38312273e5",
@@ -58,16 +68,7 @@ def nccl(
         key=f"{release}-{key}",
         source=f"NVIDIA/nccl {src}@{_TAGS[release]}",
         template=body + "\n",
-        values={
-            "host": HOSTS,
-            "pid": (3117, 902211, 48),
-            "tid": (3190, 902377, 61),
-            "dev": (0, 3, 7),
-            "file": (src.removeprefix("src/"),),
-            "line": (1295, 1909, 2121),
-            "ss": ("01", "59"),
-            **values,
-        },
+        values={**nccl_prefix_values(src, (1295, 1909, 2121)), "ss": ("01", "59"), **values},
         want=want,
         culprit=culprit,
         prefixes=prefixes,
