@@ -87,22 +87,12 @@ ROUND22_OPEN: dict[str, str] = {}
 # Round twenty-three's new training cases that the rules of 3550c85 get wrong, each with the
 # reason (strict, as ROUND22_OPEN was): none, all five score right at first sight.
 ROUND23_OPEN: dict[str, str] = {}
-# Round twenty-four's new training cases that the rules of c28b357 get wrong, each with the
-# reason (strict, as ROUND23_OPEN was).
-ROUND24_OPEN: dict[str, str] = {
-    "789_volcano-vgpu-device-plugin-allocate-log.txt": (
-        "the Go runtime's `panic: runtime error: invalid memory address or nil pointer "
-        "dereference` / `[signal SIGSEGV: ...]` inside the vGPU device plugin's own Allocate reads "
-        "as the job's segfault (user_code/job); the corpus reads a device plugin crash as the "
-        "node's GPU stack, node/node"
-    ),
-    "790_kubelet-admission-vgpu-plugin-socket.txt": (
-        "an `UnexpectedAdmissionError` whose `Pod Allocate failed due to ... rpc error ... EOF` "
-        "and the kubelet's failed dial of the plugin's socket under `/var/lib/kubelet/"
-        "device-plugins/` read as a bare admission refusal (node/unknown); the corpus reads a "
-        "device-plugin Allocate RPC failure as node/node"
-    ),
-}
+# Round twenty-four's new training cases that the rules of c28b357 got wrong (789, a device
+# plugin's own Go panic inside its Allocate; 790, a kubelet admission failure with the plugin's
+# socket unreachable) are covered by the device plugin's Go-traceback rule and the kubelet's
+# plugin-socket dial rule, read from the emitters' formats
+# (tests/correlator/test_rules_emitters_round24.py).
+ROUND24_OPEN: dict[str, str] = {}
 # every round's open training misses with their reasons: the metamorphic tests leave them out
 OPEN_ROUNDS = {
     **{f: "round twelve: written before the rules that cover it" for f in ROUND12_OPEN},
