@@ -30,8 +30,31 @@ DETERMINED = re.compile(
 MAX_JSON = 1 << 20  # a delivered JSON line longer than this is read as it is
 
 
+# A log shipper's record: the line in "log" (Fluent Bit's tail input; its record_modifier filter
+# documents adding "hostname ${HOSTNAME}", its kubernetes filter "kubernetes": {"host": node},
+# https://docs.fluentbit.io/manual/pipeline/filters/record-modifier and .../filters/kubernetes),
+# in "message" with "host" (Vector's journald, file and syslog sources: "host", the local
+# hostname, https://vector.dev/docs/reference/configuration/sources/file/), or in GELF's
+# "short_message" with "host" (https://go2docs.graylog.org/current/getting_in_log_data/
+# gelf.html: "the name of the host, source or application that sent this message").
+_SHIPPED_LINE = ("log", "message", "short_message")
+_SHIPPED_HOST = ("hostname", "host")
+
+
+def _shipped(obj: dict[str, object]) -> tuple[str, str | None, bool] | None:
+    """(message, host, complete) of a shipper's record that names its host, else None."""
+    kube = obj.get("kubernetes")
+    host = kube.get("host") if isinstance(kube, dict) else None
+    host = host or next((obj[k] for k in _SHIPPED_HOST if isinstance(obj.get(k), str)), None)
+    line = next((obj[k] for k in _SHIPPED_LINE if isinstance(obj.get(k), str)), None)
+    if not isinstance(host, str) or not isinstance(line, str) or "involvedObject" in obj:
+        return None
+    return line.removesuffix("\n").removesuffix("\r"), host, True
+
+
 def json_record(line: str) -> tuple[str, str | None, bool] | None:
-    """(message, host as written, complete) of a docker json-file or journalctl -o json line."""
+    """(message, host as written, complete) of a docker json-file, a log shipper's or a
+    journalctl -o json line."""
     if not (line.startswith("{") and line.endswith("}")) or len(line) > MAX_JSON:
         return None
     try:
@@ -40,6 +63,9 @@ def json_record(line: str) -> tuple[str, str | None, bool] | None:
         return None
     if not isinstance(obj, dict):
         return None
+    shipped = _shipped(obj)
+    if shipped is not None:
+        return shipped
     if isinstance(obj.get("log"), str) and ("stream" in obj or "time" in obj):
         log: str = obj["log"]
         return log.removesuffix("\n").removesuffix("\r"), None, log.endswith("\n")

@@ -5,6 +5,13 @@ from __future__ import annotations
 import ipaddress
 import re
 
+from correlator.explain.hosts_fields import (
+    FIELD_PATTERNS,
+    MARKS,
+    MORE_MARKS,
+    MORE_PATTERNS,
+    PATTERNS,
+)
 from correlator.rules.hosts import every_hosts
 
 # A plausible host name: letters, digits, dots, dashes, underscores; not only dots/digits-dots
@@ -36,6 +43,8 @@ _MARKS = (
     "evicted from ",
     "Process name: ",
     "failing host: ",
+    *MARKS,
+    *MORE_MARKS,
 )
 _QUOTE = re.compile(r"^(?:\s*>\s?)+")
 # Launcher labels in front of a rank's line: srun -l "12: ", mpirun --tag-output "[1,0]<stderr>:",
@@ -166,7 +175,9 @@ _LINE_PATTERNS: tuple[re.Pattern[str], ...] = (
         r"\"host\"\s*:\s*\"(?P<h>[A-Za-z0-9][\w.-]*)\""
     ),
     # Open MPI: "[gpu-07:10319] *** Process received signal ***", BTL "[gpu-07][[1,2],3][..."
-    re.compile(r"^\s*\[(?P<h>[A-Za-z][\w.-]*):\d+\] "),
+    # (not Alertmanager's notification subject "[FIRING:2] alertname ...", prometheus/alertmanager
+    # template/default.tmpl __subject: the status upper-cased, ":" and the firing alerts' count)
+    re.compile(r"^\s*\[(?!FIRING:)(?P<h>[A-Za-z][\w.-]*):\d+\] "),
     re.compile(r"^\s*\[(?P<h>[A-Za-z0-9][\w.-]*)\]\[\[\d+,\d+\],\d+\]\["),
     # Open MPI's BTL_PEER_ERROR before v5 (open-mpi/ompi opal/mca/btl/base/btl_base_error.h
     # @ead2efb13683abd87fdbf1fd1775c4a71d55ca80): "%s[%s:%d:%s] from %s " with the local
@@ -211,6 +222,9 @@ _LINE_PATTERNS: tuple[re.Pattern[str], ...] = (
         r"^\s*libfabric:\d+:(?:\d+:)?(?:[^:\s]*:)?cxi:\w+:[\w.]+\(\):\d+<\w+> "
         r"(?P<h>[A-Za-z0-9][\w.-]*): "
     ),
+    *FIELD_PATTERNS,
+    *PATTERNS,
+    *MORE_PATTERNS,
 )
 # A leading ISO timestamp (docker/kubectl --timestamps) before the line proper.
 _LEAD_TS = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d)?\s+")
@@ -249,7 +263,9 @@ def host_in_line(line: str) -> str | None:
         for pattern in _LINE_PATTERNS:
             m = pattern.search(text)
             if m:
-                host = clean_host(m.group("h"), numeric=pattern is _SYSLOG)
+                host = clean_host(
+                    m.group("h"), numeric=pattern is _SYSLOG or pattern in FIELD_PATTERNS
+                )
                 if host:
                     return host
     return None

@@ -14,7 +14,9 @@ from correlator.explain.hosts import clean_host
 # k8s_node has labels.node_name; gce_instance's labels.instance_id is a number, never a host:
 # https://cloud.google.com/logging/docs/api/v2/resource-list). A core/v1 Event carries
 # "involvedObject" and names its reporting node in source.host.
-_LOGENTRY_KEYS = ('"insertId"', '"logName"', '"involvedObject"')
+# `journalctl -o json-pretty` prints each entry as one object over many lines, the node in its
+# "_HOSTNAME" field (systemd.journal-fields(7); journalctl(1) --output json-pretty).
+_LOGENTRY_KEYS = ('"insertId"', '"logName"', '"involvedObject"', '"_HOSTNAME"')
 
 
 def _record_spans(lines: list[str]) -> list[tuple[int, int]]:
@@ -38,14 +40,16 @@ def _record_spans(lines: list[str]) -> list[tuple[int, int]]:
 
 
 def _entry_host(text: str) -> str | None:
-    """The host a record names: a LogEntry's resource_name label, else a k8s_node's
-    node_name; a Kubernetes Event's source.host."""
+    """The host a record names: a journal entry's _HOSTNAME; a LogEntry's resource_name label,
+    else a k8s_node's node_name; a Kubernetes Event's source.host."""
     try:
         rec = json.loads(text.strip().rstrip(","))
     except ValueError:
         return None
     if not isinstance(rec, dict):
         return None
+    if isinstance(rec.get("_HOSTNAME"), str):  # a journal entry
+        return clean_host(rec["_HOSTNAME"])
     labels, res = rec.get("labels"), rec.get("resource")
     if isinstance(labels, dict) and isinstance(
         labels.get("compute.googleapis.com/resource_name"), str
@@ -66,8 +70,8 @@ def _entry_host(text: str) -> str | None:
 
 
 def logentry_hosts(lines: list[str]) -> list[str | None]:
-    """For each line inside a Cloud Logging LogEntry record (or a Kubernetes Event object), the
-    host that record names."""
+    """For each line inside a Cloud Logging LogEntry record (or a Kubernetes Event object, or a
+    journal entry), the host that record names."""
     hosts: list[str | None] = [None] * len(lines)
     if not any(k in line for line in lines for k in _LOGENTRY_KEYS):
         return hosts

@@ -20,6 +20,7 @@ from correlator.explain.hosts import (
     shared_prefix,
 )
 from correlator.explain.hosts_blocks import block_hosts
+from correlator.explain.hosts_fields import session_hosts
 from correlator.explain.hosts_records import logentry_hosts
 from correlator.explain.readers_gpu import (
     ReadResult,
@@ -313,10 +314,16 @@ def read_delivered(text: str) -> tuple[list[Event], list[str], Delivered]:
     keys = [p or d for p, d in zip(found, delivered.hosts, strict=True)]
     parsed = _verbatim(_parsed_by_stream(rest, keys), verbatim)
     covered = {raw.strip() for ev in parsed for raw in (ev.raw or "").splitlines()}
-    # a table row's or describe block's host, else the Cloud Logging record's the line is in
+    # a table row's or describe block's host, else the Cloud Logging record's (or journal
+    # entry's) the line is in, else the node a shell session shows (hostname's output, ssh's)
     context = [
-        c or e
-        for c, e in zip(context_hosts(lines, prefixed=found), logentry_hosts(lines), strict=True)
+        c or e or clean_host(o)
+        for c, e, o in zip(
+            context_hosts(lines, prefixed=found),
+            logentry_hosts(lines),
+            session_hosts(lines),
+            strict=True,
+        )
     ]
     named = _with_delivery_hosts(lines, context, delivered.hosts)
     # a fan-out tool's block header (clush -b, Ansible, pssh -i) names the host of each line
