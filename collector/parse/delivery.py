@@ -27,6 +27,13 @@ DETERMINED = re.compile(
     rf"^\[{RFC3339}\] (?:[\w.-]{{1,8}}| {{8}}) (?:\[rank=(?P<rank>\d{{1,7}})\] )?\|\|(?: |$)"
     r"(?:(?:TRACE|DEBUG|INFO|WARNING|ERROR|CRITICAL|UNSPECIFIED): )?"
 )
+# `docker service logs` (docker/cli cli/command/service/logs.go taskFormatter.format and
+# logWriter.Write): "<service>.<slot>[.<task id>]@<node>" padded, then "    |" and the line;
+# the node is the swarm node's hostname (its id with --no-resolve)
+SWARM = re.compile(
+    r"^[A-Za-z0-9][\w.-]{0,200}?\.\d{1,5}(?:\.[a-z0-9]{1,25})?@(?P<h>[A-Za-z0-9][\w.-]{0,62})"
+    r" {4,}\| ?"
+)
 MAX_JSON = 1 << 20  # a delivered JSON line longer than this is read as it is
 
 
@@ -36,16 +43,28 @@ MAX_JSON = 1 << 20  # a delivered JSON line longer than this is read as it is
 # in "message" with "host" (Vector's journald, file and syslog sources: "host", the local
 # hostname, https://vector.dev/docs/reference/configuration/sources/file/), or in GELF's
 # "short_message" with "host" (https://go2docs.graylog.org/current/getting_in_log_data/
-# gelf.html: "the name of the host, source or application that sent this message").
-_SHIPPED_LINE = ("log", "message", "short_message")
+# gelf.html: "the name of the host, source or application that sent this message"), in Splunk
+# HEC's "event" with "host" (https://docs.splunk.com/Documentation/Splunk/latest/Data/
+# FormateventsforHTTPEventCollector), or in "message" with Elastic Common Schema's host object
+# (Filebeat, Elastic Agent: "host": {"hostname": ..., "name": ...}, host.hostname "what the
+# hostname command returns", https://www.elastic.co/guide/en/ecs/current/ecs-host.html).
+_SHIPPED_LINE = ("log", "message", "short_message", "event")
 _SHIPPED_HOST = ("hostname", "host")
+
+
+def _shipped_host(obj: dict[str, object]) -> object:
+    """The host a shipper's record names: Kubernetes metadata's, a flat key's, or ECS's."""
+    kube, ecs = obj.get("kubernetes"), obj.get("host")
+    if isinstance(kube, dict) and isinstance(kube.get("host"), str):
+        return kube["host"]
+    if isinstance(ecs, dict):
+        return next((ecs[k] for k in ("hostname", "name") if isinstance(ecs.get(k), str)), None)
+    return next((obj[k] for k in _SHIPPED_HOST if isinstance(obj.get(k), str)), None)
 
 
 def _shipped(obj: dict[str, object]) -> tuple[str, str | None, bool] | None:
     """(message, host, complete) of a shipper's record that names its host, else None."""
-    kube = obj.get("kubernetes")
-    host = kube.get("host") if isinstance(kube, dict) else None
-    host = host or next((obj[k] for k in _SHIPPED_HOST if isinstance(obj.get(k), str)), None)
+    host = _shipped_host(obj)
     line = next((obj[k] for k in _SHIPPED_LINE if isinstance(obj.get(k), str)), None)
     if not isinstance(host, str) or not isinstance(line, str) or "involvedObject" in obj:
         return None
@@ -80,8 +99,8 @@ def json_record(line: str) -> tuple[str, str | None, bool] | None:
 
 def undelivered_line(line: str) -> str:
     """One line without the delivery only a runtime or launcher writes (a CRI or json-file
-    record, Determined's task-log prefix, kubectl's --prefix, Open MPI's tag, Ray's worker
-    prefix); else the line itself.
+    record, Determined's task-log prefix, kubectl's --prefix, docker service logs' task,
+    Open MPI's tag, Ray's worker prefix); else the line itself.
 
     A partial record (a line the runtime split) is read as it is: the parsers take one line
     at a time, and the rest arrives as the next record.
@@ -91,7 +110,7 @@ def undelivered_line(line: str) -> str:
         line = line[m.end() :]
     elif (rec := json_record(line)) is not None:
         line = rec[0]
-    for pattern in (DETERMINED, KUBE_PREFIX, MPI_TAG, RAY):
+    for pattern in (DETERMINED, KUBE_PREFIX, SWARM, MPI_TAG, RAY):
         m = pattern.match(line)
         if m:
             line = line[m.end() :]

@@ -40,6 +40,8 @@ Sources (repository, path and commit, or documentation URL):
   rank is known, "||", "LEVEL:" when known (master/pkg/tasklog/log_levels.go), the log, joined
   by " ") and master/internal/sproto/task_actor.go, same commit (ContainerLog.String:
   "[%s] %s || %s", RFC3339Nano); the container id is no host;
+- `docker service logs`: docker/cli cli/command/service/logs.go (taskFormatter.format
+  "%s@%s%s", the task and its node padded, logWriter.Write "%s    |"); the node is the line's;
 - ANSI escapes: ECMA-48 CSI "ESC [ params intermediates final", OSC "ESC ] ... BEL|ESC \\".
 DeepSpeed's multinode runners deliver through pdsh ("host: ", hosts.prefix_hosts) or an MPI
 launcher (above); its launcher source adds no host prefix of its own.
@@ -60,6 +62,7 @@ from collector.parse.delivery import (
     MPI_TAG,
     RAY,
     RFC3339,
+    SWARM,
     json_record,
 )
 from collector.parse.transcribe import transcribed
@@ -196,6 +199,7 @@ _PREFIXES: tuple[tuple[Callable[[str], _Stripped | None], bool], ...] = (
     (_prefix(DETERMINED), False),
     (_prefix(KUBE_PREFIX), False),
     (_ts, True),
+    (_prefix(SWARM), False),
     (_prefix(MPI_TAG), False),
     (_prefix(_TORCHRUN), False),
     (_prefix(_TORCHRUN_BARE), True),
