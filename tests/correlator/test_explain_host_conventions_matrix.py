@@ -2,16 +2,17 @@
 
 Each convention is one way a delivering tool or emitter puts the node a line came from beside
 it, built from that tool's own format (sources cited in correlator/explain/hosts_fields.py,
-hosts_records.py and collector/parse/delivery.py): syslog transports (RFC 5424, "<PRI>" in
-front of RFC 3164 and rsyslog's ForwardFormat), journalctl's short-full / short-unix /
-short-monotonic / short-delta / verbose / export / json-pretty modes, zsh's and fish's default
-prompts, log shippers' JSON records (Fluent Bit, Vector, GELF), Loki's logcli, PBS's `qstat
--f`, LSF's job report, `hostnamectl`, a `hostname` typed at a prompt, `uname -a`, a prompt's
-ssh or srun -w command, salloc's allocation, Slurm's environment, `kubectl events`, Open
-MPI's help texts ("Local host:") and Alertmanager's notification text. The failure line is
-read as it reads alone (its category and blame); the node is the one the convention names, and
-none where the convention names a login node, a placeholder, a masked name, a folded node set
-or several nodes.
+hosts_records.py, wrappers.py and collector/parse/delivery.py): syslog transports (RFC 5424,
+"<PRI>" in front of RFC 3164 and rsyslog's ForwardFormat), journalctl's short-full /
+short-unix / short-monotonic / short-delta / verbose / export / json-pretty modes, zsh's and
+fish's default prompts, log shippers' JSON records (Fluent Bit, Vector, GELF, Filebeat's ECS,
+Splunk HEC), Loki's logcli, PBS's `qstat -f`, LSF's job report, `hostnamectl`, a `hostname`
+typed at a prompt, `uname -a`, a prompt's ssh or srun -w command, salloc's allocation,
+Slurm's environment, `kubectl events`, `docker service logs`, Open MPI's help texts ("Local
+host:") and Alertmanager's notification text. The failure line is read as it reads alone
+(its category and blame); the node is the one the convention names, and none where the
+convention names a login node, a placeholder, a masked name, a folded node set or several
+nodes.
 """
 
 from __future__ import annotations
@@ -119,6 +120,20 @@ CONVENTIONS: dict[str, Conv] = {
     "gelf": lambda h, line, tag: json.dumps(
         {"version": "1.1", "host": h, "short_message": line, "level": 3}
     ),
+    "filebeat_ecs": lambda h, line, tag: json.dumps(
+        {
+            "@timestamp": "2024-03-01T10:00:00.000Z",
+            "message": line,
+            "host": {"hostname": h, "name": h, "os": {"kernel": "5.15.0"}},
+            "agent": {"type": "filebeat"},
+        }
+    ),
+    "splunk_hec": lambda h, line, tag: json.dumps(
+        {"time": 1709287200, "host": h, "sourcetype": "syslog", "event": line}
+    ),
+    "docker_service_logs": lambda h, line, tag: (
+        f"trainer.1.x8k2m4q9zt1a@{h}    | starting epoch 3\ntrainer.1.x8k2m4q9zt1a@{h}    | {line}"
+    ),
     "logcli": lambda h, line, tag: f'2024-03-01T10:00:00Z {{hostname="{h}", job="syslog"}} {line}',
     "qstat_exec_host": lambda h, line, tag: (
         f"Job Id: 4711.pbs01\n    job_state = R\n    exec_host = {h}/0*8\n{line}"
@@ -216,6 +231,12 @@ NAMES_NONE = {
     "hostname_then_several": f"$ hostname\ngpu-07\ngpu-08\n{_X}",
     "json_placeholder_host": json.dumps({"host": "localhost", "message": _X}),
     "json_masked_host": json.dumps({"hostname": "xxxxxxxx", "log": _X}),
+    "splunk_placeholder_host": json.dumps({"host": "unknown", "event": _X}),
+    "ecs_masked_host": json.dumps({"message": _X, "host": {"hostname": "XXXXXXXX"}}),
+    "docker_service_two_nodes": (
+        f"trainer.1.x8k2m4q9zt1a@gpu-07    | {_X}\n"
+        f"trainer.2.p3n7c1v5rw8e@gpu-08    | {_X.replace('12345', '7')}"
+    ),
     "logcli_two_node_labels": f'2024-03-01T10:00:00Z {{host="gpu-07", node_name="gpu-08"}} {_X}',
     "alertmanager_instance_only": (
         f"[FIRING:1] GPUError\nLabels:\n - alertname = GPUError\n - instance = 10.0.0.7:9400\n"
