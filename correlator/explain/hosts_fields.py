@@ -106,7 +106,11 @@ MARKS = ("% ", "# ", "> ", "_HOSTNAME=", "exec_host", "ost(s) <", '="')
 # slurmctld's node_mgr.c validate_node_specs "Setting node %s state to INVAL with reason:%s"
 # and "%s: Prolog or job env setup failure on node %s, draining the node" (SchedMD/slurm
 # src/slurmctld/node_mgr.c)
+# slurmstepd's own argv0 where slurmd runs several nodes on one host ("slurmstepd-<NodeName>: ",
+# SchedMD/slurm src/slurmd/slurmstepd/mgr.c, cited in hosts.py _STEPD_ARGV0): one such line
+# names its node, as the recurring prefix does
 NAMED_PATTERNS: tuple[re.Pattern[str], ...] = (
+    re.compile(r"^\s*slurmstepd-" + _H + r": "),
     re.compile(r"(?<![\w/])Node/" + _H + r"(?=\s|$)"),
     re.compile(r"^\s*Local host:\s+" + _H + r"\s*$"),
     re.compile(r"\bSetting node " + _H + r" state to INVAL with reason:"),
@@ -140,6 +144,7 @@ MORE_MARKS = (
     "Local host:",
     "Setting node ",
     "failure on node ",
+    "slurmstepd-",
 )
 
 # `hostname` (and `hostname -s`/`-f`) typed at a prompt ("$ hostname", "[root@x ~]# hostname"),
