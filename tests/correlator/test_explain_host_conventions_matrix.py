@@ -277,3 +277,18 @@ def test_slurmctld_setting_a_node_inval_names_that_node(host: str) -> None:
         "reported lower than configured (4 < 8)"
     )
     assert (got.category, got.blame, got.node) == ("node", "node", host), got.explanation
+
+
+# slurmstepd's own messages under its "slurmstepd-<NodeName>" argv0 (MULTIPLE_SLURMD), one line
+_STEPD_LINES = (
+    "error: Detected 1 oom_kill event in StepId=4711.0. Some of the step tasks have been OOM "
+    "Killed.",
+    "error: Job 4711 exceeded memory limit (8388608 > 8192000), being killed",
+)
+
+
+@pytest.mark.parametrize("host", HOSTS)
+@pytest.mark.parametrize("line", _STEPD_LINES)
+def test_one_slurmstepd_line_under_its_node_argv0_names_that_node(line: str, host: str) -> None:
+    got = explain_text(f"slurmstepd-{host}: {line}")
+    assert (got.category, got.blame, got.node) == ("oom_host", "job", host), got.explanation
