@@ -195,16 +195,22 @@ def _attach_hosts(
     events: list[Event], texts: tuple[list[str], ...], hints: list[str | None]
 ) -> None:
     index: dict[str, int] = {}
+    # the same line delivered from two hosts (journald or a shipper's records of one message
+    # on both) is neither's: the event read from it cannot say which host logged it
+    several: set[str] = set()
     for lines in texts:  # the parsers read the lines without their pdsh prefix
         for n, line in enumerate(lines):
-            index.setdefault(line.strip(), n)
+            seen = index.setdefault(line.strip(), n)
+            a, b = hints[seen], hints[n]
+            if a and b and a.lower() != b.lower():
+                several.add(line.strip())
     for ev in events:
         if ev.node:
             ev.node = clean_host(ev.node)
             continue
         first = (ev.raw or "").splitlines()[0].strip() if ev.raw else ""
         host = ev.payload.get("host") if isinstance(ev.payload.get("host"), str) else None
-        at = index.get(first)
+        at = None if first in several else index.get(first)
         ev.node = clean_host(host) or host_in_line(first) or (hints[at] if at is not None else None)
 
 
