@@ -292,3 +292,18 @@ _STEPD_LINES = (
 def test_one_slurmstepd_line_under_its_node_argv0_names_that_node(line: str, host: str) -> None:
     got = explain_text(f"slurmstepd-{host}: {line}")
     assert (got.category, got.blame, got.node) == ("oom_host", "job", host), got.explanation
+
+
+@pytest.mark.parametrize(
+    "record",
+    [
+        lambda h: json.dumps({"host": h, "message": _X}),
+        lambda h: json.dumps({"_HOSTNAME": h, "MESSAGE": _X}),
+        lambda h: json.dumps({"log": _X, "kubernetes": {"host": h}}),
+    ],
+    ids=["vector", "journal_json", "fluentbit_kubernetes"],
+)
+def test_one_message_delivered_from_two_hosts_names_neither(record: Callable[[str], str]) -> None:
+    # the same line, word for word, from two nodes: several nodes show the fault
+    got = explain_text(f"{record('gpu-07')}\n{record('gpu-08')}")
+    assert (got.category, got.blame, got.node) == ("gpu_hardware", "node", None), got.node
