@@ -6,10 +6,11 @@ Top level (whole corpus, as before): {"n", "category_accuracy", "blame_accuracy"
 "training_added_after_split": the training cases issue #11's later rounds added,
 "training_added_round3" / "_round4" / "_round5" / "_round8" / "_round9" / "_round10" /
 "_round11" / "_round12" / "_round13" / "_round14" / "_round15" / "_round16" / "_round17" /
-"_round18" / "_round19" / "_round20" / "_round21" / "_round22" / "_round23" / "_round24": those
-of the third / fourth / fifth / eighth / ninth / tenth / eleventh / twelfth / thirteenth /
-fourteenth / fifteenth / sixteenth / seventeenth / eighteenth / nineteenth / twentieth /
-twenty-first / twenty-second / twenty-third / twenty-fourth round alone),
+"_round18" / "_round19" / "_round20" / "_round21" / "_round22" / "_round23" / "_round24" /
+"_round25": those of the third / fourth / fifth / eighth / ninth / tenth / eleventh / twelfth /
+thirteenth / fourteenth / fifteenth / sixteenth / seventeenth / eighteenth / nineteenth /
+twentieth / twenty-first / twenty-second / twenty-third / twenty-fourth / twenty-fifth round
+alone),
 "before":
 the frozen figures the rules scored before issue #11 changed any rule, "round1": the
 figures round one of issue #11 left (benchmarks/explain_round1.json), "round2": the figures
@@ -59,8 +60,8 @@ twenty-three's new cases, measured before round twenty-three changed any rule
 (benchmarks/explain_round22.json), "round23": the figures the rules of main at c28b357 scored
 on every split of the corpus with round twenty-four's new cases, measured before round
 twenty-four changed any rule (benchmarks/explain_round23.json), and "round24": the figures the
-rules of main at b0e2bca scored on every split of the corpus, measured before round twenty-five
-changed any rule (benchmarks/explain_round24.json).
+rules of main at b0e2bca scored on every split of the corpus with round twenty-five's new cases,
+measured before round twenty-five changed any rule (benchmarks/explain_round24.json).
 "validation_3": a second held-out split gathered in round three from sources no other case
 uses, labelled and scored with round two's rules before any rule of round three was written;
 "validation_4": a third one, gathered in round eight from sources no other case uses, labelled
@@ -95,6 +96,8 @@ labelled and scored with the rules of 789a97c before any rule of round twenty-tw
 uses, labelled and scored with the rules of 3550c85 before any rule of round twenty-three was
 written; "validation_19": an eighteenth one, gathered in round twenty-four from sources no other
 case uses, labelled and scored with the rules of c28b357 before any rule of round twenty-four was
+written; "validation_20": a nineteenth one, gathered in round twenty-five from sources no other
+case uses, labelled and scored with the rules of b0e2bca before any rule of round twenty-five was
 written.
 
 Per split: culprit_accuracy (the node, over cases whose label names one), culprit_missed_unnamed
@@ -129,7 +132,7 @@ _FROZEN = (
 )
 # the held-out splits in the order they were drawn (there is no validation_2: the second one,
 # gathered in round three, is validation_3)
-_HELD_OUT = ("validation", *(f"validation_{i}" for i in range(3, 20)))
+_HELD_OUT = ("validation", *(f"validation_{i}" for i in range(3, 21)))
 _SPLITS = ("training", *_HELD_OUT)
 _JOB_TRUTH = {"user_code", "oom_host", "oom_gpu"}
 
@@ -200,7 +203,7 @@ def _original_sources(labels: list[dict[str, Any]]) -> set[str]:
 
 
 # The training rounds a case may be marked with ("round3": true ...), each reported apart.
-_ROUNDS = tuple(f"round{i}" for i in (3, 4, 5, *range(8, 25)))
+_ROUNDS = tuple(f"round{i}" for i in (3, 4, 5, *range(8, 26)))
 # The groups reported, in this order, when they have cases.
 _GROUPS = (
     "training",
