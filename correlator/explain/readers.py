@@ -31,6 +31,7 @@ from correlator.explain.readers_gpu import (
     read_smi_table,
 )
 from correlator.explain.readers_ib import read_ibstat
+from correlator.explain.readers_k8s import read_operator_pod
 from correlator.explain.readers_sched import (
     context_hosts,
     read_k8s_node_gpus,
@@ -57,6 +58,7 @@ def _structured(text: str, lines: list[str]) -> ReadResult:
         lambda: read_dcgm_metrics(lines),
         lambda: read_dcgmi_diag(lines),
         lambda: read_k8s_node_gpus(lines),
+        lambda: read_operator_pod(lines),
         lambda: read_ibstat(lines),
     ]
     for reader in readers:

@@ -93,22 +93,12 @@ ROUND23_OPEN: dict[str, str] = {}
 # plugin-socket dial rule, read from the emitters' formats
 # (tests/correlator/test_rules_emitters_round24.py).
 ROUND24_OPEN: dict[str, str] = {}
-# Round twenty-five's new training cases that the rules of b0e2bca get wrong, each with the
-# reason (strict, as ROUND24_OPEN was).
-ROUND25_OPEN: dict[str, str] = {
-    "802_gpu-operator-driver-daemonset-blade-15-describe.txt": (
-        "a describe-pod of the GPU operator's `nvidia-driver-daemonset` whose init container "
-        "`k8s-driver-manager` is `Waiting` with `Reason: CrashLoopBackOff` reads as a job's "
-        "container crash-looping (user_code/job); the corpus reads the GPU operator's own driver "
-        "daemon crash-looping as the node's GPU stack, node/node (the culprit host is right)"
-    ),
-    "804_dask-comm-connect-timeout-ucx-dgx.txt": (
-        "dask's `OSError: Timed out trying to connect to 'ucx://172.16.8.240:60998' after 10 s: "
-        "connect() didn't finish in time` reads as the program's bare exception (user_code/job, "
-        "no culprit); the corpus reads a failed connection to a named peer as a socket error, "
-        "interconnect/unknown on 172.16.8.240"
-    ),
-}
+# Round twenty-five's new training cases that the rules of b0e2bca got wrong (802, the GPU
+# operator's driver daemonset crash-looping in a describe-pod block; 804, Dask's comm connect
+# timeout naming its peer) are covered by the describe-pod reader for the operator's own daemons
+# and the Dask comm rule, read from the emitters' formats
+# (tests/correlator/test_rules_emitters_round25.py).
+ROUND25_OPEN: dict[str, str] = {}
 # every round's open training misses with their reasons: the metamorphic tests leave them out
 OPEN_ROUNDS = {
     **{f: "round twelve: written before the rules that cover it" for f in ROUND12_OPEN},

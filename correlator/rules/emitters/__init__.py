@@ -112,6 +112,7 @@ FAMILY_FILES = (
     "deepspeed.json",
     "tensorflow.json",
     "ray.json",
+    "dask.json",
     # after the stacks that wrap gRPC statuses in their own messages (JAX, TF, Ray)
     "grpc.json",
     "horovod.json",
