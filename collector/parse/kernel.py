@@ -121,7 +121,8 @@ class KernelLogParser:
         self._groups = OpenGroups()  # multi-line AER / SXid / OOM messages being put together
         self._idle_lines = 0
         self._head: list[tuple[KernelLine, str]] = []  # "NVRM: The NVIDIA GPU ..." block so far
-        self._last: tuple[str, tuple[object, ...]] | None = None  # last message -> its flood key
+        # last (host, message) -> its flood key
+        self._last: tuple[tuple[str | None, str], tuple[object, ...]] | None = None
 
     def feed(self, line: str, *, ts: float | None = None, seq: int | None = None) -> list[Event]:
         """Parse one line; `ts`/`seq` override what the line states (kmsg reader knows better)."""
@@ -139,8 +140,11 @@ class KernelLogParser:
                 kl.continuation,
             )
         out: list[Event] = []
-        if self._last is not None and self._last[0] == kl.message and not self._head:
-            # A flood repeats one message: count it without parsing it again.
+        if self._last is not None and self._last[0] == (kl.host, kl.message) and not self._head:
+            # A flood repeats one message: count it without parsing it again. The same message
+            # from another syslog host (RFC 3164 4.1.2 HOSTNAME) is that host's own event, as
+            # FloodCollapser.key (which holds the node) would count it: two nodes' Xid 48 are
+            # not one node's flood.
             when = kl.ts if kl.ts is not None else (ts if ts is not None else kl.uptime_s or 0.0)
             counted, out = self._flood.bump(self._last[1], when)
             if counted:
@@ -163,7 +167,7 @@ class KernelLogParser:
         ev = _event(kl, m, line, node=self.node, ts=ts, source=self.source)
         out += self._place(ev)
         if not self._groups and ev.kind not in GROUPED:
-            self._last = (kl.message, FloodCollapser.key(ev))
+            self._last = ((kl.host, kl.message), FloodCollapser.key(ev))
         return out
 
     def tick(self, now: float, *, group_grace_s: float = 2.0) -> list[Event]:

@@ -229,14 +229,14 @@ def unprefixed(lines: list[str], found: list[str | None] | None = None) -> list[
     return [ln[ln.index(": ") + 2 :] if h else ln for h, ln in zip(found, lines, strict=True)]
 
 
-def streams(keys: list[str | None], lines: list[str]) -> list[int] | None:
-    """The line indices with each delivered stream's lines together (streams in order of first
-    appearance, each in its own order), or None when the text is one stream. pdsh, kubectl
-    --prefix and Open MPI's tags interleave whole lines of several hosts, so another host's
-    line (or a pasted one that no delivery names) can fall inside one host's multi-line record
-    (a torchrun ChildFailedError table), which the job-log parser would read as part of it. A
-    blank or indented line that no delivery names stays with the stream before it (it may end
-    or continue a record); other such lines are one stream of their own."""
+def stream_groups(keys: list[str | None], lines: list[str]) -> list[list[int]] | None:
+    """The line indices of each delivered stream (streams in order of first appearance, each
+    in its own order), or None when the text is one stream. pdsh, kubectl --prefix and Open
+    MPI's tags interleave whole lines of several hosts, so another host's line (or a pasted one
+    that no delivery names) can fall inside one host's multi-line record (a torchrun
+    ChildFailedError table), which the job-log parser would read as part of it. A blank or
+    indented line that no delivery names stays with the stream before it (it may end or
+    continue a record); other such lines are one stream of their own."""
     if not any(keys):
         return None
     key: list[str] = []
@@ -245,18 +245,20 @@ def streams(keys: list[str | None], lines: list[str]) -> list[int] | None:
         key.append(k.lower() if k else (key[-1] if key and tail else ""))
     if len(set(key)) < 2:
         return None
-    first: dict[str, int] = {}
+    groups: dict[str, list[int]] = {}
     for i, k in enumerate(key):
-        first.setdefault(k, i)
-    return sorted(range(len(lines)), key=lambda i: (first[key[i]], i))
+        groups.setdefault(k, []).append(i)
+    return list(groups.values())
 
 
 def _parsed_by_stream(rest: list[str], keys: list[str | None]) -> list[Event]:
-    """_parsed over each delivered stream's lines together, the events in reading order."""
-    order = streams(keys, rest)
-    if order is None:
+    """_parsed over each delivered stream's lines on their own, the events in reading order:
+    each host's log is its own, so one host's line is never a flood repeat or a continuation
+    of another's (two hosts' identical Xid lines behind pdsh are two events)."""
+    groups = stream_groups(keys, rest)
+    if groups is None:
         return _parsed("\n".join(rest))
-    events = _parsed("\n".join(rest[i] for i in order))
+    events = [ev for g in groups for ev in _parsed("\n".join(rest[i] for i in g))]
     at: dict[str, int] = {}
     for i, line in enumerate(rest):
         at.setdefault(line.strip(), i)
