@@ -12,7 +12,8 @@ from correlator.explain.hosts_fields import (
     MORE_PATTERNS,
     PATTERNS,
 )
-from correlator.rules.hosts import every_hosts
+from correlator.explain.hosts_subject import ROUND10_PATTERNS, SUBJECT_PATTERNS
+from correlator.rules.hosts import every_hosts, placeholder_name
 
 # A plausible host name: letters, digits, dots, dashes, underscores; not only dots/digits-dots
 # like "..." (elided in a paste) and not placeholders such as "<none>" or "(null)".
@@ -50,49 +51,6 @@ _QUOTE = re.compile(r"^(?:\s*>\s?)+")
 # Launcher labels in front of a rank's line: srun -l "12: ", mpirun --tag-output "[1,0]<stderr>:",
 # torchrun --tee "[default0]:" / "[rank0]:" (they label a rank, not a host)
 _LABEL = re.compile(r"^(?:\s*\d+: |\[\d+,\d+\]<std(?:out|err)>:\s?|\[(?:rank|default)\d+\]:\s?)+")
-
-# Conventions of issue #11's round ten, each read from its emitter's source. Every one names the
-# node that the line is about (the node that failed, was drained, rebooted or lost the worker),
-# never a host that only reports another's failure: Hydra's "[mpiexec@host]" (the launcher's
-# host) and slurmctld's "Node X now responding" (a recovery) are left out on purpose.
-_H = r"(?P<h>[A-Za-z0-9][\w.-]*[A-Za-z0-9])"
-_ROUND10_PATTERNS: tuple[re.Pattern[str], ...] = (
-    # MPICH/Intel MPI Hydra's proxy prefix: pmodels/mpich src/pm/hydra/lib/utils/dbg.c
-    # (6a79bf6575c3) HYDU_dbg_init "%s@%s" with the proxy's own gethostname(), the "%s" being
-    # proxy/pmip_utils.c's "proxy:%d" ("proxy:%d:%d", pgid:id, before 295d05f8b2):
-    # "[proxy:0:1@gpu-07] HYDU_create_process (...): execvp error on file ./a.out (...)"
-    re.compile(r"^\s*\[proxy:\d+(?::\d+)?@" + _H + r"\] "),
-    # slurmctld about one node (SchedMD/slurm 284c3b95f08a): src/slurmctld/node_mgr.c
-    # "update_node: node %s reason set to: %s" / "update_node: node %s state set to %s",
-    # "drain_nodes: node %s state set to DRAIN", "%s: Node %s unexpectedly rebooted boot_time=";
-    # job_mgr.c "Node %s rebooted, killing missing step %u.%u" and "Batch %pJ missing from batch
-    # node %s (not found BatchStartTime after startup)"; power_save.c "node %s not resumed by
-    # ResumeTimeout(%d), setting DOWN and POWERED_DOWN"
-    re.compile(r"\b(?:update_node|drain_nodes): node " + _H + r" (?:reason|state) set to\b"),
-    re.compile(
-        r"\bNode " + _H + r" (?:unexpectedly rebooted boot_time=|rebooted, killing missing)"
-    ),
-    re.compile(r"\bBatch \S+ missing from batch node " + _H + r"\b"),
-    re.compile(r"\bnode " + _H + r" not resumed by ResumeTimeout\b"),
-    # Ray's raylet when a worker dies (ray-project/ray src/ray/raylet/node_manager.cc
-    # (a3d430a66d7b) NodeManager::DisconnectClient): "... Node ID: <id> Worker IP address:
-    # 10.0.0.7 Worker port: 10525 Worker PID: ..." (the dead worker's node)
-    re.compile(r"\bWorker IP address: (?P<h>\d{1,3}(?:\.\d{1,3}){3}) Worker port:"),
-    # Horovod elastic (horovod/horovod 2626dc87a3a8): runner/elastic/discovery.py "blacklist
-    # failing host: %s"; runner/gloo_run.py "The first process to do so was:\nProcess name:
-    # {name}" where runner/elastic/driver.py names it "{hostname}[{local_rank}]"
-    re.compile(r"\bblacklist failing host: " + _H + r"\s*$"),
-    re.compile(r"^\s*Process name: " + _H + r"\[\d+\]\s*$"),
-    # A pod "was evicted from <node>": not an emitter's format (kubelet's eviction messages,
-    # kubernetes/kubernetes pkg/kubelet/eviction/helpers.go (008b3652959c) nodeLowMessageFmt
-    # "The node was low on resource: %v. ", name no node) but the phrase people and alert bots
-    # write above them: read narrowly, a node name with a digit followed by " on "/" at "/":"
-    # or the line's end ("fileflows was evicted from control-1 on 2026-08-20 at 19:40:32Z:")
-    re.compile(
-        r"\bwas evicted from (?:node )?(?P<h>(?=[\w.-]*\d)[A-Za-z0-9][\w.-]*[A-Za-z0-9])"
-        r"(?: on | at |:|\.?\s*$)"
-    ),
-)
 
 # journald / syslog (RFC 3164 and journalctl's short-iso): "Nov 22 12:00:00 gpu-07 kernel: ...",
 # "Feb 02 09:51:48 gpu-07 slurmd[12912]: ...": timestamp, host, any program tag with its pid;
@@ -208,7 +166,7 @@ _LINE_PATTERNS: tuple[re.Pattern[str], ...] = (
     re.compile(r"\bIP: (?P<h>\d{1,3}(?:\.\d{1,3}){3})[,)]"),
     re.compile(r"^\s*\((?:raylet|[\w.]+ pid=\d+|pid=\d+), ip=(?P<h>[\w.:-]+)\)"),
     re.compile(r"^\s*ip:\s+(?P<h>\d{1,3}(?:\.\d{1,3}){3})\s*$"),
-    *_ROUND10_PATTERNS,
+    *ROUND10_PATTERNS,
     # HPE Cray MPICH's abort prefix (ofiwg/libfabric#10072): "MPICH ERROR [Rank 12] [job id 1.0]
     # [Mon Mar  4 10:00:00 2024] [nid001234] - Abort(1) ...", an "[unknown]" field sometimes first
     re.compile(
@@ -226,6 +184,8 @@ _LINE_PATTERNS: tuple[re.Pattern[str], ...] = (
     *PATTERNS,
     *MORE_PATTERNS,
 )
+# the conventions that name a message's subject node first (hosts_subject.py)
+_ORDERED = (*SUBJECT_PATTERNS, *(p for p in _LINE_PATTERNS if p not in SUBJECT_PATTERNS))
 # A leading ISO timestamp (docker/kubectl --timestamps) before the line proper.
 _LEAD_TS = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d)?\s+")
 
@@ -240,6 +200,8 @@ def clean_host(value: str | None, *, numeric: bool = False) -> str | None:
     if not _HOST_OK.match(value) or (digits and (not numeric or _YEAR.match(value))):
         return None
     if value.lower() in _NOT_HOSTS or set(value) <= {"."} or _MASKED.match(value):
+        return None
+    if placeholder_name(value):
         return None
     return None if _every_hosts(value) else value
 
@@ -260,7 +222,7 @@ def host_in_line(line: str) -> str | None:
     line = _LABEL.sub("", _QUOTE.sub("", line))  # quoted pastes ("> ..."), rank labels
     bare = _LEAD_TS.sub("", line)
     for text in (line, bare) if bare != line else (line,):
-        for pattern in _LINE_PATTERNS:
+        for pattern in _ORDERED:
             m = pattern.search(text)
             if m:
                 host = clean_host(

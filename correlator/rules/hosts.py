@@ -20,6 +20,42 @@ _PLACEHOLDERS = re.compile(
 )
 
 
+# A name that stands where a host's would and names none (issue #11 corpus policy: "masked
+# names, `localhost`, placeholders name no node"):
+# - a label of mask characters ("node-XX", "XX-01", "***"), an address with masked octets
+#   ("10.x.x.x") or a run of capital X's after the name's own lower-case letters or digits
+#   ("gpuXX", "nodeXXX"), as a reporter types them;
+# - a label that says it was masked ("REDACTED", "host-redacted", "anonymized");
+# - a docs placeholder that addresses the reader ("your-host", "your.master.ip");
+# - names under the TLDs that never resolve to a node (RFC 6761 6.3-6.4: .localhost is
+#   loopback, .invalid never exists); an example.com name is left a name, as the corpus's own
+#   label reads one ("host-01.example.com" in a training case);
+# - a loopback's other names (Debian's /etc/hosts "ip6-localhost ip6-loopback" for ::1);
+# - torch's rendezvous variable's own name printed where its value belongs (MASTER_ADDR).
+_MASK_LABEL = re.compile(r"^[x*]{2,}$")
+_MASK_IPV4 = re.compile(r"^(?:(?:\d{1,3}|[x*]+)\.){3}(?:\d{1,3}|[x*]+)$")
+_MASK_TAIL = re.compile(r"[a-z0-9]X{2,}$")
+_MASK_WORDS = frozenset(
+    {"redacted", "masked", "anonymized", "anonymised", "obfuscated", "censored", "hidden"}
+)
+_GENERIC = frozenset({"host", "hostname", "node", "nodename", "server", "name", "ip", "addr"})
+_RESERVED = re.compile(r"\.(?:invalid|localhost)\.?$", re.I)
+_OTHER_NAMES = frozenset({"ip6-localhost", "ip6-loopback", "master_addr"})
+
+
+def placeholder_name(value: str) -> bool:
+    """True when `value`, in a host's place, is a mask or placeholder that names no node."""
+    low = value.lower()
+    if any(_MASK_LABEL.match(lab) for lab in re.split(r"[.-]", low)):
+        return True
+    if (_MASK_IPV4.match(low) and "x" in low) or _MASK_TAIL.search(value):
+        return True
+    words = {w for w in re.split(r"[._-]", low) if w}
+    if words & _MASK_WORDS and words <= _MASK_WORDS | _GENERIC:
+        return True  # "REDACTED", "host-redacted", "<masked>_hostname"; not "hidden-valley-01"
+    return low in _OTHER_NAMES or bool(_RESERVED.search(low)) or low.startswith(("your-", "your."))
+
+
 def every_hosts(addr: ipaddress.IPv4Address | ipaddress.IPv6Address) -> bool:
     """True for an address every host has, so it names none: bind-all (0.0.0.0, ::), loopback
     (127.x, ::1) or multicast (RFC 1122 3.2.1.3, RFC 4291, RFC 5771)."""
@@ -60,6 +96,7 @@ def peer_host(value: str | None) -> str | None:
         if (
             not _HOSTNAME.match(host)
             or _PLACEHOLDERS.match(host)
+            or placeholder_name(host)
             or host.replace(".", "").isdigit()
         ):
             return None
