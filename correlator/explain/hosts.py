@@ -12,7 +12,15 @@ from correlator.explain.hosts_fields import (
     MORE_PATTERNS,
     PATTERNS,
 )
-from correlator.explain.hosts_subject import ROUND10_PATTERNS, SUBJECT_PATTERNS
+from correlator.explain.hosts_subject import (
+    ASSIGNED,
+    ON_NODE_EXITED,
+    REMOTE_DAEMON,
+    ROUND10_PATTERNS,
+    RUNNING_AT,
+    SRUN_TASKS,
+    SUBJECT_PATTERNS,
+)
 from correlator.rules.hosts import every_hosts, placeholder_name
 
 # A plausible host name: letters, digits, dots, dashes, underscores; not only dots/digits-dots
@@ -85,7 +93,7 @@ _LINE_PATTERNS: tuple[re.Pattern[str], ...] = (
     # wall(1)/syslogd broadcast: "Message from syslogd@gpu-node-07 at Jun 17 13:06:42 ..."
     re.compile(r"^\s*Message from syslogd@(?P<h>[A-Za-z0-9][\w.-]*) at "),
     # Kubernetes scheduler event: "Successfully assigned ns/pod to gpu-node-07"
-    re.compile(r"Successfully assigned \S+ to (?P<h>[A-Za-z0-9][\w.-]*)\s*$"),
+    ASSIGNED,
     # slurmctld: "sched: Allocate JobId=12 NodeList=gpu-node-07 #CPUs=2" (one node, not a range)
     re.compile(r"\bNodeList=(?P<h>[A-Za-z0-9][\w.-]*)(?=\s|$)"),
     # torch elastic ChildFailedError block: "  host      : gpu-node-07"; the same entry pasted
@@ -100,7 +108,7 @@ _LINE_PATTERNS: tuple[re.Pattern[str], ...] = (
         r"(?:CANCELLED|AT|UNCORRECTABLE MEMORY ERROR|FAILED)\b"
     ),
     # srun: "srun: error: gpu-node-07: task 4: Out Of Memory"
-    re.compile(r"srun: error: (?P<h>[A-Za-z0-9][\w.-]*): tasks? [\d,-]+"),
+    SRUN_TASKS,
     # scontrol show node / sinfo -N -l
     re.compile(r"\bNodeName=(?P<h>\S+)"),
     # kubectl describe node, Addresses section: "  Hostname:    gpu-node-07" (NodeHostName)
@@ -148,14 +156,11 @@ _LINE_PATTERNS: tuple[re.Pattern[str], ...] = (
     # it, never an "[address:port]", a "[12:34]" time or a date
     re.compile(r"^\s*\[(?!\d{4}-\d\d-\d\d\b)(?P<h>\d[\w.-]*?[A-Za-z-][\w.-]*):\d{5,}\] "),
     # mpirun/prterun: "... with PID 363 on node gpu-07 exited on signal 9"; ORTE's daemon lines
-    re.compile(r"\bon node (?P<h>[A-Za-z0-9][\w.-]*) exited\b"),
-    re.compile(
-        r"\bdaemon\s*:\s*\[(?:\[[\d,]+\],\d+|[\w.-]+@\d+,\d+)\] on node "
-        r"(?P<h>[A-Za-z0-9][\w.-]*)"
-    ),
+    ON_NODE_EXITED,
+    REMOTE_DAEMON,
     # MPICH Hydra's termination block: "=   RANK 0 PID 5490 RUNNING AT gpu-07", the host as the
     # hostfile gave it, a login user in front ("user@gpu-07") included
-    re.compile(r"\bRUNNING AT (?:[\w.-]+@)?(?P<h>[A-Za-z0-9][\w.-]*)\s*$"),
+    RUNNING_AT,
     # PBS/Torque job mail "Exec host:  gpu-07/5", accounting "exec_host=gpu-07/0"
     re.compile(r"^\s*Exec host:\s+(?P<h>[A-Za-z0-9][\w.-]*)(?:/[\d+*-]+)?\s*$"),
     re.compile(r"\bexec_host=(?P<h>[A-Za-z0-9][\w.-]*)/"),

@@ -53,7 +53,25 @@ ROUND10_PATTERNS: tuple[re.Pattern[str], ...] = (
 # head host, so the line's own printer (its syslog/journal HOSTNAME, RFC 3164 4.1.2) is not
 # the node it names. They are tried before the printer's conventions; rules whose capture
 # names the node (a verdict's culprit) already outrank the printer in reasoning.node_of.
+# Launchers and schedulers that name the node of a task they started elsewhere: the
+# scheduler's "Successfully assigned ns/pod to <node>" (kube-scheduler's journal on the
+# control plane), srun's "srun: error: <node>: task N: ..." (srun runs on the login or batch
+# host), mpirun/prterun's "... on node <node> exited ..." and ORTE/PRRTE's "daemon: [...] on
+# node <node>" (the corpus policy: "never the host running mpirun"), MPICH Hydra's "RUNNING AT
+# <node>" (the host as the hostfile gave it, a login user in front included)
+ASSIGNED = re.compile(r"Successfully assigned \S+ to (?P<h>[A-Za-z0-9][\w.-]*)\s*$")
+SRUN_TASKS = re.compile(r"srun: error: (?P<h>[A-Za-z0-9][\w.-]*): tasks? [\d,-]+")
+ON_NODE_EXITED = re.compile(r"\bon node (?P<h>[A-Za-z0-9][\w.-]*) exited\b")
+REMOTE_DAEMON = re.compile(
+    r"\bdaemon\s*:\s*\[(?:\[[\d,]+\],\d+|[\w.-]+@\d+,\d+)\] on node (?P<h>[A-Za-z0-9][\w.-]*)"
+)
+RUNNING_AT = re.compile(r"\bRUNNING AT (?:[\w.-]+@)?(?P<h>[A-Za-z0-9][\w.-]*)\s*$")
 SUBJECT_PATTERNS: tuple[re.Pattern[str], ...] = (
     *ROUND10_PATTERNS,
     re.compile(r"\bNode (?P<h>[A-Za-z0-9][\w.-]*) status is now: "),
+    ASSIGNED,
+    SRUN_TASKS,
+    ON_NODE_EXITED,
+    REMOTE_DAEMON,
+    RUNNING_AT,
 )
