@@ -296,3 +296,90 @@ def test_a_ray_head_marking_a_node_dead_names_that_node() -> None:
         "marked dead because the detector has missed too many heartbeats from it."
     )
     assert explain_text(text).node == "10.0.0.8"
+
+
+# The same fault on two hosts in launchers' and managers' own host conventions (each cited in
+# correlator/explain/hosts.py and hosts_subject.py): srun's "%s: task %s: Out Of Memory",
+# slurmstepd's "slurmstepd-<node>: " argv0, slurmctld's node lines on the controller, the node
+# lifecycle controller's events, torch elastic's failure block, Hydra's "RUNNING AT", PALS'
+# "%s: rank %d died from signal %d", UCX's and Open MPI's signal handlers, Ray's raylet prefix
+_STEPD_OOM = (
+    "error: Detected 1 oom-kill event(s) in StepId=12.0. Some of your processes may have been "
+    "killed by the cgroup out-of-memory handler."
+)
+_ELASTIC = (
+    "[{i}]:\n  time      : 2024-03-20_20:32:05\n  host      : {h}\n"
+    "  rank      : {i} (local_rank: 0)\n  exitcode  : -9 (pid: 123{i})\n"
+    "  error_file: <N/A>\n  traceback : Signal 9 (SIGKILL) received by PID 123{i}"
+)
+SEVERAL_HOSTS = {
+    "srun_oom": f"slurmstepd: {_STEPD_OOM}\n"
+    + "\n".join(f"srun: error: {h}: task {i}: Out Of Memory" for i, h in enumerate(TWO)),
+    "stepd_argv0_oom": "\n".join(f"slurmstepd-{h}: {_STEPD_OOM}" for h in TWO),
+    "ctld_reason_set": "\n".join(
+        f"Nov 22 12:00:00 ctl slurmctld[1]: update_node: node {h} reason set to: Kill task failed"
+        for h in TWO
+    ),
+    "kcm_not_ready": "\n".join(
+        f"Nov 22 12:00:00 cp kube-controller-manager[1]: Node {h} status is now: NodeNotReady"
+        for h in TWO
+    ),
+    "elastic_sigkill": "Root Cause (first observed failure):\n"
+    + "\n".join(_ELASTIC.format(i=i, h=h) for i, h in enumerate(TWO)),
+    "hydra_sigkill": "\n".join(
+        f"=   RANK {i} PID 549{i} RUNNING AT {h}\n=   KILLED BY SIGNAL: 9 (Killed)"
+        for i, h in enumerate(TWO)
+    ),
+    "pals_sigkill": "\n".join(f"{h}: rank {i} died from signal 9" for i, h in enumerate(TWO)),
+    "ucx_segv": "\n".join(
+        f"[{h}:3118{i}:0:3118{i}] Caught signal 11 (Segmentation fault: address not mapped to "
+        "object at address (nil))"
+        for i, h in enumerate(TWO)
+    ),
+    "ompi_segv": "\n".join(
+        f"[{h}:1031{i}] *** Process received signal ***\n[{h}:1031{i}] Signal: Segmentation "
+        "fault (11)"
+        for i, h in enumerate(TWO)
+    ),
+    "ray_low_memory": "\n".join(
+        f"(raylet, ip=10.0.0.{i}) Task was killed due to the node running low on memory."
+        for i in (7, 8)
+    ),
+}
+
+
+@pytest.mark.parametrize("key", sorted(SEVERAL_HOSTS))
+def test_one_fault_on_two_hosts_in_launcher_and_manager_conventions_names_none(key: str) -> None:
+    got = explain_text(SEVERAL_HOSTS[key])
+    assert got.category is not None and got.node is None, got.node
+
+
+# A launcher run by a login host's systemd unit or script, its output in that host's journal:
+# the node it names for the failed task is the subject, never the journal's host (the corpus
+# policy: "never the host running mpirun")
+LAUNCHER_JOURNAL = {
+    "mpirun": "mpirun noticed that process rank 0 with PID 363 on node gpu-07 exited on signal "
+    "9 (Killed).",
+    "srun": "srun: error: gpu-07: task 0: Out Of Memory",
+    "orte": "ORTE has lost communication with a remote daemon.\n"
+    "  HNP daemon   : [[12345,0],0] on node login01\n"
+    "  Remote daemon: [[12345,0],1] on node gpu-07",
+}
+
+
+@pytest.mark.parametrize("key", sorted(LAUNCHER_JOURNAL))
+def test_a_launchers_line_in_a_login_hosts_journal_names_the_tasks_node(key: str) -> None:
+    lines = LAUNCHER_JOURNAL[key].splitlines()
+    text = "\n".join(f"Nov 22 12:00:00 login01 train.sh[4321]: {ln}" for ln in lines)
+    assert explain_text(text).node == "gpu-07"
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="open: Hydra's termination block behind a journal prefix is read line by line, so "
+    "'KILLED BY SIGNAL' takes the journal's host (login01), not its block's 'RUNNING AT' node",
+)
+def test_hydras_block_in_a_login_hosts_journal_names_the_ranks_node() -> None:
+    lines = ("=   RANK 0 PID 5490 RUNNING AT gpu-07", "=   KILLED BY SIGNAL: 9 (Killed)")
+    text = "\n".join(f"Nov 22 12:00:00 login01 train.sh[4321]: {ln}" for ln in lines)
+    assert explain_text(text).node == "gpu-07"
