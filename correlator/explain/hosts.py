@@ -11,6 +11,7 @@ from correlator.explain.hosts_fields import (
     MORE_MARKS,
     MORE_PATTERNS,
     PATTERNS,
+    VIEWS_ELSEWHERE,
 )
 from correlator.explain.hosts_subject import (
     ASSIGNED,
@@ -125,7 +126,8 @@ _LINE_PATTERNS: tuple[re.Pattern[str], ...] = (
     re.compile(
         r"^\s*(?:\([\w.-]+\)\s*)?\[?[\w.-]+@(?P<h>[A-Za-z0-9][\w.-]*)[: ][^\n#$%]*?[#$%]"
         r"(?!\s*(?:sudo\s+)?(?:kubectl|oc|helm|sinfo|squeue|sacct|scontrol|sbatch|srun|salloc|"
-        r"ssh|pbsnodes|qstat|pdsh|clush|clubak|pssh|parallel-ssh|ansible|ansible-playbook)\b)"
+        r"ssh|pbsnodes|qstat|pdsh|clush|clubak|pssh|parallel-ssh|ansible|ansible-playbook)\b"
+        rf"|\s*{VIEWS_ELSEWHERE})"
     ),
     # kubectl events: "node/gpu-node-07"
     re.compile(r"\bnode/(?P<h>[A-Za-z0-9][\w.-]*)"),

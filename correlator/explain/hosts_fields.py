@@ -44,6 +44,15 @@ FAN_OUT = (
     r"pbsnodes|qstat|qsub|bsub|bjobs|bhosts|pdsh|clush|clubak|pssh|parallel-ssh|ansible|"
     r"ansible-playbook|mpirun|mpiexec|deepspeed)\b"
 )
+# A file viewed at a prompt ("tail -f slurm-1234.out", "less train.log") shows what the file
+# holds, written wherever the job ran (often shared storage read from a login node), not the
+# prompt host's own output; the host's own logs and kernel files (/var/log, /proc, /sys) stay
+# its own (coreutils cat/head/tail, less, grep: they print the file as it is).
+VIEWS_ELSEWHERE = (
+    r"(?:sudo\s+)?(?:cat|tac|head|tail|less|more|zcat|zless|zmore|grep|egrep|fgrep|zgrep|vim?|"
+    r"view)\b(?![^\n]*(?:/var/log/|/proc/|/sys/))"
+)
+AWAY = rf"(?:{FAN_OUT}|{VIEWS_ELSEWHERE})"
 
 # Patterns whose host slot holds nothing but a host name (an all-digit name is taken there).
 FIELD_PATTERNS: tuple[re.Pattern[str], ...] = (
@@ -77,9 +86,9 @@ FIELD_PATTERNS: tuple[re.Pattern[str], ...] = (
 PATTERNS: tuple[re.Pattern[str], ...] = (
     # zsh's default prompt "gpu-07% cmd" / "gpu-07# cmd" (the name has a digit: "Total% " is
     # a word, not a host)
-    re.compile(r"^\s*(?P<h>[A-Za-z][\w-]*\d[\w-]*)[%#] (?!\s*" + FAN_OUT + r")[\w./~-]"),
+    re.compile(r"^\s*(?P<h>[A-Za-z][\w-]*\d[\w-]*)[%#] (?!\s*" + AWAY + r")[\w./~-]"),
     # fish's default prompt "alice@gpu-07 ~/train> cmd", "alice@gpu-07 ~ [1]> cmd"
-    re.compile(r"^\s*[\w.-]+@" + _H + r" (?:~|/)\S*(?: \[\d+\])?> (?!\s*" + FAN_OUT + r")\S"),
+    re.compile(r"^\s*[\w.-]+@" + _H + r" (?:~|/)\S*(?: \[\d+\])?> (?!\s*" + AWAY + r")\S"),
     # qstat -f: "    exec_host = gpu-07/0*8" (one host; "a/0*8+b/0*8" names several)
     re.compile(r"^\s*exec_host = " + _H + r"/[\d*]+\s*$"),
     # LSF: one host only (a second "<n*host>" would follow the first before the comma)
