@@ -113,6 +113,8 @@ FAMILY_FILES = (
     "tensorflow.json",
     "ray.json",
     "dask.json",
+    "spark_yarn.json",
+    "htcondor.json",
     # after the stacks that wrap gRPC statuses in their own messages (JAX, TF, Ray)
     "grpc.json",
     "horovod.json",
@@ -124,6 +126,8 @@ FAMILY_FILES = (
     "kube_scheduler.json",
     "kubelet.json",
     "kubeflow.json",
+    # pyxis before slurm.json: its container-start errors come through slurmstepd's error lines
+    "pyxis.json",
     "slurm.json",
     "launchers.json",
     "xid_quoted.json",
