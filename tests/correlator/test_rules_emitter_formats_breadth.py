@@ -19,13 +19,20 @@ Formats, from each emitter's own source:
   N", "pyxis: couldn't start container", "pyxis: failed to import docker image", through
   slurmstepd's "error: " lines; SchedMD/slurm src/common/spank.c "spank: required plugin %s:
   %s() failed with rc=%d".
+- flux-framework/flux-core src/common/libjob/job.c flux_job_waitstatus_to_exitcode: "task(s) %s"
+  (strsignal), "task(s) exited with exit code %d", "job shell %s", as flux-job prints them;
+  src/shell/oom.c @fa81b09cf9 "Memory cgroup out of memory: killed %lu task%s on %s."; src/shell/
+  doom.c @ed7dc72628 "%s: %s rank %d on host %s exited and exit-timeout=%s has expired" ('shell'
+  after shell.lost, else 'task'), behind the shell's "<t>s: flux-shell[<rank>]: FATAL: " prefix.
 
 Verdicts by the label policy (tests/fixtures/corpus/README.md): a container killed for going over
 the memory the job requested (YARN, HTCondor) is oom_host / job, on the host the line names; a
 container released because YARN lost its node is node / node on that host; Spark's own "lost
 executor" with a reason that names no cause is no verdict (unknown, no node); a container pyxis
 could not import or start shows a failed step set-up on the node whose cause the line does not
-settle (node / unknown, no node).
+settle (node / unknown, no node). Flux: a cgroup OOM kill the oom plugin logs is oom_host / job on
+its host; task(s) killed or exited follow the signal rules; a lost job shell is node / unknown on
+the host named; the first task's exit after exit-timeout is no verdict by itself.
 """
 
 from __future__ import annotations
@@ -43,6 +50,9 @@ CONDOR = "htcondor/htcondor src/condor_starter.V6.1/vanilla_proc.cpp@c458df5d5d"
 CONDOR_DOCKER = "htcondor/htcondor src/condor_starter.V6.1/docker_proc.cpp@32f02e0963"
 PYXIS = "NVIDIA/pyxis pyxis_slurmstepd.c@a35027cf2f"
 SPANK = "SchedMD/slurm src/common/spank.c@284c3b95f0"
+FLUX_JOB = "flux-framework/flux-core src/common/libjob/job.c"
+FLUX_OOM = "flux-framework/flux-core src/shell/oom.c@fa81b09cf9"
+FLUX_DOOM = "flux-framework/flux-core src/shell/doom.c@ed7dc72628"
 
 OOM = ("oom_host", "job")
 NODE = ("node", "node")
@@ -219,7 +229,67 @@ PYXIS_FMTS = [
     ),
 ]
 
-FORMATS = [*SPARK, *CONDOR_FMTS, *PYXIS_FMTS]
+_SHELL = ("{t}s: flux-shell[{srank}]: ERROR: oom: ",)
+_FATAL = ("{t}s: flux-shell[0]: FATAL: ",)
+_FLUX = {"t": ("230.432", "0.377", "1261.098"), "srank": (0, 1, 15), "rank": (3, 102)}
+FLUX_FMTS = [
+    Fmt(
+        "flux-shell-cgroup-oom",
+        FLUX_OOM,
+        "Memory cgroup out of memory: killed {n} {tasks} on {host}.\n"
+        "{t}s: flux-shell[{srank}]: ERROR: oom: memory.peak = 444.927G\n",
+        {**_FLUX, "n": (1, 3), "tasks": ("task", "tasks"), "host": (*HOSTS, "flux-user000001")},
+        OOM,
+        culprit="host",
+        prefixes=_SHELL,
+    ),
+    Fmt(
+        "flux-job-tasks-killed",
+        FLUX_JOB,
+        "flux-job: task(s) Killed\n",
+        _FLUX,
+        ("oom_host", "unknown"),
+        prefixes=(
+            "",
+            "{t}s: flux-shell[0]: FATAL: lmp: task rank {rank} on host gpu-a-07 exited "
+            "and exit-timeout=30s has expired\n",
+        ),
+    ),
+    Fmt(
+        "flux-job-tasks-crashed",
+        FLUX_JOB,
+        "flux-job: task(s) {how}\n",
+        {
+            **_FLUX,
+            "how": (
+                "Segmentation fault",
+                "Aborted",
+                "exited with exit code 139",
+                "exited with exit code 1",
+            ),
+        },
+        ("user_code", "job"),
+    ),
+    Fmt(
+        "flux-doom-lost-shell",
+        FLUX_DOOM,
+        "{arg0}: shell rank {rank} on host {host} exited and exit-timeout={fsd} has expired\n",
+        {**_FLUX, "arg0": ("lmp", "python3"), "host": HOSTS, "fsd": ("30s", "1.5m")},
+        NODE_UNKNOWN,
+        culprit="host",
+        prefixes=_FATAL,
+    ),
+    Fmt(
+        "flux-doom-first-task-exit",
+        FLUX_DOOM,
+        "{what}rank {rank} on host {host} exited and exit-timeout={fsd} has expired\n",
+        {**_FLUX, "what": ("doom: ", "lmp: task "), "host": HOSTS, "fsd": ("30s", "1.5m")},
+        NONE,
+        prefixes=_FATAL,
+    ),
+]
+
+FORMATS = [*SPARK, *CONDOR_FMTS, *PYXIS_FMTS, *FLUX_FMTS]
 
 
 @pytest.mark.parametrize(("f", "text", "node"), params(FORMATS))
@@ -229,7 +299,10 @@ def test_each_breadth_family_format_reads_as_its_emitter_documents(
     check(f, text, node)
 
 
-@pytest.mark.parametrize(("f", "text", "node"), params(SPARK[1:2] + SPARK[3:] + PYXIS_FMTS))
+@pytest.mark.parametrize(
+    ("f", "text", "node"),
+    params(SPARK[1:2] + SPARK[3:] + PYXIS_FMTS + FLUX_FMTS[1:3] + FLUX_FMTS[4:]),
+)
 def test_a_line_that_names_no_host_blames_none(f: Fmt, text: str, node: str | None) -> None:
     assert explain_text(text).node is None, text
 
@@ -249,6 +322,9 @@ BENIGN = (
     "slurmstepd: pyxis: importing docker image: nvcr.io#nvidia/pytorch:24.01-py3",
     "slurmstepd: pyxis: imported docker image: nvcr.io#nvidia/pytorch:24.01-py3",
     "slurmstepd: pyxis: creating container filesystem: pyxis_123.0",
+    # Flux's shell at work: its oom plugin's own debug line, a task exit the doom plugin notes
+    "0.056s: flux-shell[0]: DEBUG: oom: monitoring /sys/fs/cgroup/user.slice/memory.events",
+    "0.085s: flux-shell[0]: exit-monitor: task 0 exited with code 0",
 )
 
 

@@ -129,6 +129,7 @@ FAMILY_FILES = (
     # pyxis before slurm.json: its container-start errors come through slurmstepd's error lines
     "pyxis.json",
     "slurm.json",
+    "flux.json",
     "launchers.json",
     "xid_quoted.json",
 )
