@@ -289,7 +289,47 @@ FLUX_FMTS = [
     ),
 ]
 
-FORMATS = [*SPARK, *CONDOR_FMTS, *PYXIS_FMTS, *FLUX_FMTS]
+# Already read right before this probe set (pinned here, not new rules): Kueue's preemption of a
+# workload (kubernetes-sigs/kueue pkg/scheduler/preemption/preemption.go @47689ed27d
+# preemptionMessage) is a preemption, scheduler / infra; JobSet's failure condition
+# (kubernetes-sigs/jobset pkg/constants/constants.go @81578ddc52 FailedJobsMessage,
+# ReachedMaxRestartsMessage) names no cause, no verdict.
+KUEUE = "kubernetes-sigs/kueue pkg/scheduler/preemption/preemption.go@47689ed27d"
+JOBSET = "kubernetes-sigs/jobset pkg/constants/constants.go@81578ddc52"
+K8S_PINNED = [
+    Fmt(
+        "kueue-preempted",
+        KUEUE,
+        "Preempted to accommodate a workload (UID: {uid}{juid}) due to {why}{paths}\n",
+        {
+            "uid": ("d34468c2-1ce5-47cd-a61d-689be78b6121", "2daed6fd-7c1e"),
+            "juid": ("", ", JobUID: 5e63deb5-2f0a"),
+            "why": (
+                "prioritization in the ClusterQueue",
+                "reclamation within the cohort",
+                "Fair Sharing within the cohort",
+            ),
+            "paths": ("", "; preemptor path: /gpu/cq-high; preemptee path: /gpu/cq-low"),
+        },
+        ("scheduler", "infra"),
+        prefixes=("", "  Normal   EvictedDueToPreempted  workload/job-a2-4764d  "),
+    ),
+    Fmt(
+        "jobset-failed-no-cause",
+        JOBSET,
+        "jobset failed due to {why}\n",
+        {
+            "why": (
+                "one or more job failures (first failed job: llama-workers-0)",
+                "reaching max number of restarts",
+            )
+        },
+        NONE,
+        prefixes=("  Warning  FailedJobs  jobset/llama  ", "    Message: "),
+    ),
+]
+
+FORMATS = [*SPARK, *CONDOR_FMTS, *PYXIS_FMTS, *FLUX_FMTS, *K8S_PINNED]
 
 
 @pytest.mark.parametrize(("f", "text", "node"), params(FORMATS))
