@@ -13,6 +13,27 @@ import pytest
 
 from benchmarks.explain import evaluate, run
 from correlator.explain import explain_bytes
+from tests.correlator.corpus_digests import (
+    VALIDATION_3_SHA256,
+    VALIDATION_4_SHA256,
+    VALIDATION_5_SHA256,
+    VALIDATION_6_SHA256,
+    VALIDATION_7_SHA256,
+    VALIDATION_8_SHA256,
+    VALIDATION_9_SHA256,
+    VALIDATION_10_SHA256,
+    VALIDATION_11_SHA256,
+    VALIDATION_12_SHA256,
+    VALIDATION_13_SHA256,
+    VALIDATION_14_SHA256,
+    VALIDATION_15_SHA256,
+    VALIDATION_16_SHA256,
+    VALIDATION_17_SHA256,
+    VALIDATION_18_SHA256,
+    VALIDATION_19_SHA256,
+    VALIDATION_20_SHA256,
+    VALIDATION_SHA256,
+)
 from tests.correlator.corpus_open import KNOWN_TRAINING_MISSES, OPEN_ROUNDS
 
 REPO = Path(__file__).resolve().parents[2]
@@ -29,80 +50,6 @@ CATEGORIES = {
     "scheduler",
     "nccl_timeout_unknown",
 }
-# sha256 of the sorted validation sources, one per line. Frozen when the split was drawn
-# (random.Random(11).sample of a third of the sorted distinct sources): never re-draw it.
-VALIDATION_SHA256 = "0702de6645d780b08d41c75278a38e2335accbef871ded5022d2c3bfeae1315f"
-# sha256 of the sorted validation_3 sources (round three's held-out split, gathered from sources
-# no other case uses and scored before any rule of round three): never move a case in or out.
-VALIDATION_3_SHA256 = "aef104d98ace5726b428b8f1e8d3f1b73215b99e72d48b3c226d7c6d6ec086b7"
-# sha256 of the sorted validation_4 sources (round eight's held-out split: the first half, rounded
-# up, of the sorted new sources after random.Random(8).shuffle, drawn before any rule of round
-# eight and scored once with the rules of 82874bb): never move a case in or out.
-VALIDATION_4_SHA256 = "3bfb26da646365a7a87dcdd33987fec661c622c2f7795aa336b3a94dd257d5ce"
-# sha256 of the sorted validation_5 sources (round ten's held-out split: the first half, rounded
-# up, of the sorted new sources after random.Random(10).shuffle, drawn before any rule of round
-# ten and scored once with the rules of 070e0da): never move a case in or out.
-VALIDATION_5_SHA256 = "a94233f354a440902f98d82d5455834ca892a7f6a9af15bd047c895001989daf"
-# sha256 of the sorted validation_6 sources (round eleven's held-out split: the first half,
-# rounded up, of the sorted new sources after random.Random(12).shuffle, drawn before any rule of
-# round eleven and scored once with the rules of 15b95fb): never move a case in or out.
-VALIDATION_6_SHA256 = "e97bb844219e28c9ba25bdfd4aab724a25d0c2e4fc194123004bea0ba5812fa5"
-# sha256 of the sorted validation_7 sources (round twelve's held-out split: the first half,
-# rounded up, of the sorted new sources after random.Random(14).shuffle, drawn before any rule of
-# round twelve and scored once with the rules of 9ea726b): never move a case in or out.
-VALIDATION_7_SHA256 = "862dbc56b9887ac729b4ea77035a47b558bb8b2dbc15ada7ea195b1dec86729f"
-# sha256 of the sorted validation_8 sources (round thirteen's held-out split: the first half,
-# rounded up, of the sorted new sources after random.Random(16).shuffle, drawn before any rule of
-# round thirteen and scored once with the rules of f0e5281): never move a case in or out.
-VALIDATION_8_SHA256 = "29fc1c8a54ba10574aa86cba94a430b53451d6c8c92ff4131fadb95476fad354"
-# sha256 of the sorted validation_9 sources (round fourteen's held-out split: the first half of
-# the 20 sorted new sources after random.Random(18).shuffle, drawn before any rule of round
-# fourteen and scored once with the rules of 02b7fc8): never move a case in or out.
-VALIDATION_9_SHA256 = "3009ecbaeee0b1515da785964e3c98b1e5a70e6e933d6a0eb1b73dddeb68fd02"
-# sha256 of the sorted validation_10 sources (round fifteen's held-out split: the first half of
-# the 20 sorted new sources after random.Random(20).shuffle, drawn before any rule of round
-# fifteen and scored once with the rules of 511c70c): never move a case in or out.
-VALIDATION_10_SHA256 = "0a1aadd6b50823b865c11e451fa3a637df8ac7aaf1d9d9bfbd2eecb25a740834"
-# sha256 of the sorted validation_11 sources (round sixteen's held-out split: the first half of
-# the 20 sorted new sources after random.Random(22).shuffle, drawn before any rule of round
-# sixteen and scored once with the rules of 0e5a9c3): never move a case in or out.
-VALIDATION_11_SHA256 = "2770593a9a1b817c9141ce646552d0b553df74733eef820c3a646400d14bb548"
-# sha256 of the sorted validation_12 sources (round seventeen's held-out split: the first half of
-# the 12 sorted new sources after random.Random(24).shuffle, drawn before any rule of round
-# seventeen and scored once with the rules of 72d0bf7): never move a case in or out.
-VALIDATION_12_SHA256 = "b6993bd51bb42ab3a018bcfb17f373997c6722240f403d00abebc98a43bdc2dd"
-# sha256 of the sorted validation_13 sources (round eighteen's held-out split: the first half of
-# the 20 sorted new sources after random.Random(26).shuffle, drawn before any rule of round
-# eighteen and scored once with the rules of 2a66319): never move a case in or out.
-VALIDATION_13_SHA256 = "451bd1a3d2bfa41a7115f11b1f79376d0a77ff050d2a43f58154d3cd4f1037d4"
-# sha256 of the sorted validation_14 sources (round nineteen's held-out split: the first half of
-# the 12 sorted new sources after random.Random(28).shuffle, drawn before any rule of round
-# nineteen and scored once with the rules of cec95b2): never move a case in or out.
-VALIDATION_14_SHA256 = "effe4ed424fc01a6552cc814cd18e5dae9a9c3425462b099f4c5424e3d41adf4"
-# sha256 of the sorted validation_15 sources (round twenty's held-out split: the first half of the
-# 12 sorted new sources after random.Random(30).shuffle, drawn before any rule of round twenty
-# and scored once with the rules of 465fb60): never move a case in or out.
-VALIDATION_15_SHA256 = "422c172119ecbae54a421f8faa17e15e458f2b70e31e03cff379dc5dba262802"
-# sha256 of the sorted validation_16 sources (round twenty-one's held-out split: the first half of
-# the 10 sorted new sources after random.Random(32).shuffle, drawn before any rule of round
-# twenty-one and scored once with the rules of 083f2d7): never move a case in or out.
-VALIDATION_16_SHA256 = "2ec549d3aa5906ddec527736beb1d204acf79bacbe9524451e469cc6f82c881e"
-# sha256 of the sorted validation_17 sources (round twenty-two's held-out split: the first half of
-# the 10 sorted new sources after random.Random(34).shuffle, drawn before any rule of round
-# twenty-two and scored once with the rules of 789a97c): never move a case in or out.
-VALIDATION_17_SHA256 = "00efbb62789c6466e848a5cb7a5840c8461778513b2a6736bdbd3fba8b9022fe"
-# sha256 of the sorted validation_18 sources (round twenty-three's held-out split: the first half
-# of the 10 sorted new sources after random.Random(36).shuffle, drawn before any rule of round
-# twenty-three and scored once with the rules of 3550c85): never move a case in or out.
-VALIDATION_18_SHA256 = "968bbce892d771cb40074a04d7af41894e3589f723adc207e79b84070a409864"
-# sha256 of the sorted validation_19 sources (round twenty-four's held-out split: the first half
-# of the 10 sorted new sources after random.Random(38).shuffle, drawn before any rule of round
-# twenty-four and scored once with the rules of c28b357): never move a case in or out.
-VALIDATION_19_SHA256 = "24321be4265012f1eb11a7c4a343c8cca24f62515fa2d92db0a04325f037e6c4"
-# sha256 of the sorted validation_20 sources (round twenty-five's held-out split: the first half
-# of the 10 sorted new sources after random.Random(40).shuffle, drawn before any rule of round
-# twenty-five and scored once with the rules of b0e2bca): never move a case in or out.
-VALIDATION_20_SHA256 = "c98c796fe6cf41ee0b947519577252b1f0005aceeeb5dac42e88cc878c396b1a"
 HELD_OUT = (
     "validation",
     "validation_3",
