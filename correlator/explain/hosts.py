@@ -7,21 +7,14 @@ import re
 
 from correlator.explain.hosts_fields import (
     FIELD_PATTERNS,
+    LOGIN_COMMANDS,
     MARKS,
     MORE_MARKS,
     MORE_PATTERNS,
     PATTERNS,
     VIEWS_ELSEWHERE,
 )
-from correlator.explain.hosts_subject import (
-    ASSIGNED,
-    ON_NODE_EXITED,
-    REMOTE_DAEMON,
-    ROUND10_PATTERNS,
-    RUNNING_AT,
-    SRUN_TASKS,
-    SUBJECT_PATTERNS,
-)
+from correlator.explain.hosts_subject import SUBJECT_PATTERNS
 from correlator.rules.hosts import every_hosts, placeholder_name
 
 # A plausible host name: letters, digits, dots, dashes, underscores; not only dots/digits-dots
@@ -93,8 +86,6 @@ _LINE_PATTERNS: tuple[re.Pattern[str], ...] = (
     re.compile(r"^\s*\[\d+\.\d+\] \[(?P<h>[A-Za-z0-9][\w.-]*):\d+\s*:\d+\]\s"),
     # wall(1)/syslogd broadcast: "Message from syslogd@gpu-node-07 at Jun 17 13:06:42 ..."
     re.compile(r"^\s*Message from syslogd@(?P<h>[A-Za-z0-9][\w.-]*) at "),
-    # Kubernetes scheduler event: "Successfully assigned ns/pod to gpu-node-07"
-    ASSIGNED,
     # slurmctld: "sched: Allocate JobId=12 NodeList=gpu-node-07 #CPUs=2" (one node, not a range)
     re.compile(r"\bNodeList=(?P<h>[A-Za-z0-9][\w.-]*)(?=\s|$)"),
     # torch elastic ChildFailedError block: "  host      : gpu-node-07"; the same entry pasted
@@ -108,8 +99,6 @@ _LINE_PATTERNS: tuple[re.Pattern[str], ...] = (
         r"\*\*\* (?:JOB|STEP) \S+ (?:STEPD TERMINATED )?ON (?P<h>\S+) "
         r"(?:CANCELLED|AT|UNCORRECTABLE MEMORY ERROR|FAILED)\b"
     ),
-    # srun: "srun: error: gpu-node-07: task 4: Out Of Memory"
-    SRUN_TASKS,
     # scontrol show node / sinfo -N -l
     re.compile(r"\bNodeName=(?P<h>\S+)"),
     # kubectl describe node, Addresses section: "  Hostname:    gpu-node-07" (NodeHostName)
@@ -125,15 +114,12 @@ _LINE_PATTERNS: tuple[re.Pattern[str], ...] = (
     # pssh, ansible: that host is a login node)
     re.compile(
         r"^\s*(?:\([\w.-]+\)\s*)?\[?[\w.-]+@(?P<h>[A-Za-z0-9][\w.-]*)[: ][^\n#$%]*?[#$%]"
-        r"(?!\s*(?:sudo\s+)?(?:kubectl|oc|helm|sinfo|squeue|sacct|scontrol|sbatch|srun|salloc|"
-        r"ssh|pbsnodes|qstat|pdsh|clush|clubak|pssh|parallel-ssh|ansible|ansible-playbook)\b"
-        rf"|\s*{VIEWS_ELSEWHERE})"
+        rf"(?!\s*(?:sudo\s+)?(?:{LOGIN_COMMANDS})\b|\s*{VIEWS_ELSEWHERE})"
     ),
     # kubectl events: "node/gpu-node-07"
     re.compile(r"\bnode/(?P<h>[A-Za-z0-9][\w.-]*)"),
-    # kubectl events' older From column "kubelet, gpu-07"; node condition events
+    # kubectl events' older From column "kubelet, gpu-07"
     re.compile(r"\bkubelet, (?P<h>[A-Za-z0-9][\w.-]*)"),
-    re.compile(r"\bNode (?P<h>[A-Za-z0-9][\w.-]*) status is now: "),
     re.compile(r"\bnodeName\"?\s*[:=]\s*\"?(?P<h>[A-Za-z0-9][\w.-]*)"),
     # a core/v1 Event's EventSource as the API server writes it (kubectl get events -o json,
     # one object a line): "source":{"component":"kubelet","host":"gpu-node-07"}, the node whose
@@ -157,12 +143,6 @@ _LINE_PATTERNS: tuple[re.Pattern[str], ...] = (
     # received signal ***"), so the pid has 5 digits or more; a name with a letter or a dash in
     # it, never an "[address:port]", a "[12:34]" time or a date
     re.compile(r"^\s*\[(?!\d{4}-\d\d-\d\d\b)(?P<h>\d[\w.-]*?[A-Za-z-][\w.-]*):\d{5,}\] "),
-    # mpirun/prterun: "... with PID 363 on node gpu-07 exited on signal 9"; ORTE's daemon lines
-    ON_NODE_EXITED,
-    REMOTE_DAEMON,
-    # MPICH Hydra's termination block: "=   RANK 0 PID 5490 RUNNING AT gpu-07", the host as the
-    # hostfile gave it, a login user in front ("user@gpu-07") included
-    RUNNING_AT,
     # PBS/Torque job mail "Exec host:  gpu-07/5", accounting "exec_host=gpu-07/0"
     re.compile(r"^\s*Exec host:\s+(?P<h>[A-Za-z0-9][\w.-]*)(?:/[\d+*-]+)?\s*$"),
     re.compile(r"\bexec_host=(?P<h>[A-Za-z0-9][\w.-]*)/"),
@@ -173,7 +153,6 @@ _LINE_PATTERNS: tuple[re.Pattern[str], ...] = (
     re.compile(r"\bIP: (?P<h>\d{1,3}(?:\.\d{1,3}){3})[,)]"),
     re.compile(r"^\s*\((?:raylet|[\w.]+ pid=\d+|pid=\d+), ip=(?P<h>[\w.:-]+)\)"),
     re.compile(r"^\s*ip:\s+(?P<h>\d{1,3}(?:\.\d{1,3}){3})\s*$"),
-    *ROUND10_PATTERNS,
     # HPE Cray MPICH's abort prefix (ofiwg/libfabric#10072): "MPICH ERROR [Rank 12] [job id 1.0]
     # [Mon Mar  4 10:00:00 2024] [nid001234] - Abort(1) ...", an "[unknown]" field sometimes first
     re.compile(
@@ -191,8 +170,10 @@ _LINE_PATTERNS: tuple[re.Pattern[str], ...] = (
     *PATTERNS,
     *MORE_PATTERNS,
 )
-# the conventions that name a message's subject node first (hosts_subject.py)
-_ORDERED = (*SUBJECT_PATTERNS, *(p for p in _LINE_PATTERNS if p not in SUBJECT_PATTERNS))
+# The conventions that name a message's subject node (hosts_subject.py: the scheduler's
+# assignment, srun's, mpirun's and Hydra's task nodes, slurmctld's and the node controller's
+# node lines) are tried before those of the host that printed the line.
+_ORDERED = (*SUBJECT_PATTERNS, *_LINE_PATTERNS)
 # A leading ISO timestamp (docker/kubectl --timestamps) before the line proper.
 _LEAD_TS = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d)?\s+")
 

@@ -39,11 +39,13 @@ import re
 _H = r"(?P<h>[A-Za-z0-9][\w.-]*)"
 _TAG = r"[\w./@-]{1,64}(?:\[\d+\])?: "
 # commands that query the whole cluster or run on other nodes: the prompt's host is a login node
-FAN_OUT = (
-    r"(?:sudo\s+)?(?:kubectl|oc|helm|sinfo|squeue|sacct|scontrol|sbatch|srun|salloc|ssh|"
-    r"pbsnodes|qstat|qsub|bsub|bjobs|bhosts|pdsh|clush|clubak|pssh|parallel-ssh|ansible|"
-    r"ansible-playbook|mpirun|mpiexec|deepspeed)\b"
+# (LOGIN_COMMANDS for bash's prompts in hosts.py; zsh's and fish's, read later, also skip the
+# PBS/LSF submitters and the MPI and DeepSpeed launchers)
+LOGIN_COMMANDS = (
+    r"kubectl|oc|helm|sinfo|squeue|sacct|scontrol|sbatch|srun|salloc|ssh|pbsnodes|qstat|pdsh|"
+    r"clush|clubak|pssh|parallel-ssh|ansible|ansible-playbook"
 )
+FAN_OUT = rf"(?:sudo\s+)?(?:{LOGIN_COMMANDS}|qsub|bsub|bjobs|bhosts|mpirun|mpiexec|deepspeed)\b"
 # A file viewed at a prompt ("tail -f slurm-1234.out", "less train.log") shows what the file
 # holds, written wherever the job ran (often shared storage read from a login node), not the
 # prompt host's own output; the host's own logs and kernel files (/var/log, /proc, /sys) stay

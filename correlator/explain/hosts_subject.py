@@ -59,19 +59,14 @@ ROUND10_PATTERNS: tuple[re.Pattern[str], ...] = (
 # host), mpirun/prterun's "... on node <node> exited ..." and ORTE/PRRTE's "daemon: [...] on
 # node <node>" (the corpus policy: "never the host running mpirun"), MPICH Hydra's "RUNNING AT
 # <node>" (the host as the hostfile gave it, a login user in front included)
-ASSIGNED = re.compile(r"Successfully assigned \S+ to (?P<h>[A-Za-z0-9][\w.-]*)\s*$")
-SRUN_TASKS = re.compile(r"srun: error: (?P<h>[A-Za-z0-9][\w.-]*): tasks? [\d,-]+")
-ON_NODE_EXITED = re.compile(r"\bon node (?P<h>[A-Za-z0-9][\w.-]*) exited\b")
-REMOTE_DAEMON = re.compile(
-    r"\bdaemon\s*:\s*\[(?:\[[\d,]+\],\d+|[\w.-]+@\d+,\d+)\] on node (?P<h>[A-Za-z0-9][\w.-]*)"
-)
-RUNNING_AT = re.compile(r"\bRUNNING AT (?:[\w.-]+@)?(?P<h>[A-Za-z0-9][\w.-]*)\s*$")
 SUBJECT_PATTERNS: tuple[re.Pattern[str], ...] = (
     *ROUND10_PATTERNS,
     re.compile(r"\bNode (?P<h>[A-Za-z0-9][\w.-]*) status is now: "),
-    ASSIGNED,
-    SRUN_TASKS,
-    ON_NODE_EXITED,
-    REMOTE_DAEMON,
-    RUNNING_AT,
+    re.compile(r"Successfully assigned \S+ to (?P<h>[A-Za-z0-9][\w.-]*)\s*$"),
+    re.compile(r"srun: error: (?P<h>[A-Za-z0-9][\w.-]*): tasks? [\d,-]+"),
+    re.compile(r"\bon node (?P<h>[A-Za-z0-9][\w.-]*) exited\b"),
+    re.compile(
+        r"\bdaemon\s*:\s*\[(?:\[[\d,]+\],\d+|[\w.-]+@\d+,\d+)\] on node (?P<h>[A-Za-z0-9][\w.-]*)"
+    ),
+    re.compile(r"\bRUNNING AT (?:[\w.-]+@)?(?P<h>[A-Za-z0-9][\w.-]*)\s*$"),
 )
