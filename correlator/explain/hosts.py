@@ -6,13 +6,12 @@ import ipaddress
 import re
 
 from correlator.explain.hosts_fields import (
+    AWAY,
     FIELD_PATTERNS,
-    LOGIN_COMMANDS,
     MARKS,
     MORE_MARKS,
     MORE_PATTERNS,
     PATTERNS,
-    VIEWS_ELSEWHERE,
 )
 from correlator.explain.hosts_subject import SUBJECT_PATTERNS
 from correlator.rules.hosts import every_hosts, placeholder_name
@@ -111,10 +110,11 @@ _LINE_PATTERNS: tuple[re.Pattern[str], ...] = (
     re.compile(r"^\s*pdsh@[\w.-]+: (?P<h>[A-Za-z0-9][\w.-]*): "),
     # shell prompt: "[root@gpu-node-07 dir]#", "user@gpu-node-07:~$", "user@gpu-node-07 ~ %", but
     # not when the command there queries the whole cluster or runs on other nodes (pdsh, clush,
-    # pssh, ansible: that host is a login node)
+    # pssh, ansible, mpirun, deepspeed, qsub, bsub: that host is a login or launch node) or views
+    # a file written elsewhere (hosts_fields.AWAY, the same list zsh's and fish's prompts use)
     re.compile(
         r"^\s*(?:\([\w.-]+\)\s*)?\[?[\w.-]+@(?P<h>[A-Za-z0-9][\w.-]*)[: ][^\n#$%]*?[#$%]"
-        rf"(?!\s*(?:sudo\s+)?(?:{LOGIN_COMMANDS})\b|\s*{VIEWS_ELSEWHERE})"
+        rf"(?!\s*{AWAY})"
     ),
     # kubectl events: "node/gpu-node-07"
     re.compile(r"\bnode/(?P<h>[A-Za-z0-9][\w.-]*)"),

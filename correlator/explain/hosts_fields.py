@@ -39,13 +39,22 @@ import re
 _H = r"(?P<h>[A-Za-z0-9][\w.-]*)"
 _TAG = r"[\w./@-]{1,64}(?:\[\d+\])?: "
 # commands that query the whole cluster or run on other nodes: the prompt's host is a login node
-# (LOGIN_COMMANDS for bash's prompts in hosts.py; zsh's and fish's, read later, also skip the
-# PBS/LSF submitters and the MPI and DeepSpeed launchers)
+# (FAN_OUT adds the PBS/LSF submitters and the MPI and DeepSpeed launchers given other hosts;
+# every prompt convention, bash's, zsh's and fish's, skips all of them)
 LOGIN_COMMANDS = (
     r"kubectl|oc|helm|sinfo|squeue|sacct|scontrol|sbatch|srun|salloc|ssh|pbsnodes|qstat|pdsh|"
     r"clush|clubak|pssh|parallel-ssh|ansible|ansible-playbook"
 )
-FAN_OUT = rf"(?:sudo\s+)?(?:{LOGIN_COMMANDS}|qsub|bsub|bjobs|bhosts|mpirun|mpiexec|deepspeed)\b"
+# An MPI or DeepSpeed launcher runs its ranks on the nodes of the host list it was given (Open
+# MPI's -H/--host/--hostfile/--machinefile, Hydra's -f/-hosts, DeepSpeed's -H/--hostfile,
+# --include, --num_nodes); with none, Open MPI and Hydra start every rank on the local host
+# (outside a resource manager's allocation), so the prompt's host is where they ran.
+_LAUNCH_ELSEWHERE = (
+    r"(?:mpirun|mpiexec(?:\.hydra)?|orterun|prterun|deepspeed)\b(?=[^\n]*?\s"
+    r"(?:-H|--?hosts?|--?hostfile|--?machinefile|-f|--default-hostfile|--include|--exclude|"
+    r"--num_nodes)(?:[\s=]|$))"
+)
+FAN_OUT = rf"(?:sudo\s+)?(?:{LOGIN_COMMANDS}|qsub|bsub|bjobs|bhosts|{_LAUNCH_ELSEWHERE})\b"
 # A file viewed at a prompt ("tail -f slurm-1234.out", "less train.log") shows what the file
 # holds, written wherever the job ran (often shared storage read from a login node), not the
 # prompt host's own output; the host's own logs and kernel files (/var/log, /proc, /sys) stay
