@@ -59,9 +59,11 @@ cases, measured before round twenty-two changed any rule (benchmarks/explain_rou
 twenty-three's new cases, measured before round twenty-three changed any rule
 (benchmarks/explain_round22.json), "round23": the figures the rules of main at c28b357 scored
 on every split of the corpus with round twenty-four's new cases, measured before round
-twenty-four changed any rule (benchmarks/explain_round23.json), and "round24": the figures the
+twenty-four changed any rule (benchmarks/explain_round23.json), "round24": the figures the
 rules of main at b0e2bca scored on every split of the corpus with round twenty-five's new cases,
-measured before round twenty-five changed any rule (benchmarks/explain_round24.json).
+measured before round twenty-five changed any rule (benchmarks/explain_round24.json), and
+"round25": the figures the rules of main at 8f70ae2 scored on every split of the corpus, measured
+before round twenty-six changed any rule (benchmarks/explain_round25.json).
 "validation_3": a second held-out split gathered in round three from sources no other case
 uses, labelled and scored with round two's rules before any rule of round three was written;
 "validation_4": a third one, gathered in round eight from sources no other case uses, labelled
@@ -128,7 +130,7 @@ _HERE = Path(__file__).resolve().parent
 # key "roundN" reads benchmarks/explain_roundN.json.
 _FROZEN = (
     ("before", _HERE / "explain_before.json"),
-    *((f"round{i}", _HERE / f"explain_round{i}.json") for i in (1, 2, 3, 4, 5, *range(7, 25))),
+    *((f"round{i}", _HERE / f"explain_round{i}.json") for i in (1, 2, 3, 4, 5, *range(7, 26))),
 )
 # the held-out splits in the order they were drawn (there is no validation_2: the second one,
 # gathered in round three, is validation_3)

@@ -250,7 +250,7 @@ def test_bench_explain_keeps_the_four_figures_and_adds_splits_and_before() -> No
     assert result["n"] == len(LABELS)
     frozen = (
         "before",
-        *(f"round{i}" for i in (1, 2, 3, 4, 5, *range(7, 25))),
+        *(f"round{i}" for i in (1, 2, 3, 4, 5, *range(7, 26))),
     )
     added = tuple(f"training_added_round{i}" for i in range(8, 26))
     scored = ("training", *HELD_OUT, "training_added_after_split", *added)
@@ -331,15 +331,20 @@ _FROZEN_BEFORE = (
     ("round23", HELD_OUT[:18], "round24"),  # c28b357: every split then (training has grown since)
     ("round24", (*HELD_OUT, "training"), "round25"),  # b0e2bca: every split
 )
+# The rules of main at 8f70ae2, frozen on every split before round twenty-six changed any rule.
+_FROZEN_LAST = ("round25", (*HELD_OUT, "training", "training_added_round25"))
 
 
 def _later_rounds_scored_every_split_before_their_rules(result: dict[str, Any]) -> None:
-    """Rounds nine to twenty-four's frozen figures cover every split they were measured on."""
+    """Rounds nine to twenty-five's frozen figures cover every split they were measured on."""
     for frozen, splits, later in _FROZEN_BEFORE:
         for split in (*splits, f"training_added_{later}"):
             assert result[frozen][split]["n"] == result[split]["n"], (frozen, split)
         cases = [c for c in LABELS if c.get(later)]
         assert result[f"training_added_{later}"]["n"] == len(cases) >= 5  # rounds 21-25: 5
+    last, last_splits = _FROZEN_LAST
+    for split in last_splits:
+        assert result[last][split]["n"] == result[split]["n"], (last, split)
 
 
 def test_bench_explain_scores_one_split_alone_and_lists_only_training_misses() -> None:
