@@ -74,3 +74,7 @@ VALIDATION_19_SHA256 = "24321be4265012f1eb11a7c4a343c8cca24f62515fa2d92db0a04325
 # of the 10 sorted new sources after random.Random(40).shuffle, drawn before any rule of round
 # twenty-five and scored once with the rules of b0e2bca): never move a case in or out.
 VALIDATION_20_SHA256 = "c98c796fe6cf41ee0b947519577252b1f0005aceeeb5dac42e88cc878c396b1a"
+# sha256 of the sorted validation_21 sources (round twenty-six's held-out split: the first half
+# of the 10 sorted new sources after random.Random(42).shuffle, drawn before any rule of round
+# twenty-six and scored once with the rules of 8f70ae2): never move a case in or out.
+VALIDATION_21_SHA256 = "67455c50ea298b42258d5efefefcf076d4de64fcb2b7015fc90f5a6be72b1c86"
