@@ -21,6 +21,8 @@ Sources:
   pretty_host "user@host:port" (user and port only when given) and the failures ("Exited with
   error code %s", "Killed by signal %s", "Timed out"); then the host's stdout, and its stderr
   behind "Stderr: ").
+MPICH's and Intel MPI's Hydra termination block is read the same way: its "RUNNING AT" line
+names the node of the "=" lines below it.
 """
 
 from __future__ import annotations
@@ -125,4 +127,37 @@ def block_hosts(lines: list[str]) -> list[str | None]:
         else:
             host = None
         i += 1
+    return out
+
+
+# MPICH Hydra's BAD TERMINATION block (pmodels/mpich src/pm/hydra/mpiexec/pmiserv_cb.c
+# @6a79bf6575: "=   PID %d RUNNING AT %s" then "=   EXIT CODE: %d"; Intel MPI's Hydra "=   RANK %d
+# PID %d RUNNING AT %s" then "=   KILLED BY SIGNAL: %d (%s)"): the block's later "=" lines are
+# about the process RUNNING AT that host
+_HYDRA_AT = re.compile(
+    r"^\s*=\s+(?:RANK \d+ )?PID \d+ RUNNING AT (?:[\w.-]+@)?(?P<h>[A-Za-z0-9][\w.-]*)\s*$"
+)
+# The block as a job's output reached syslog or the journal (a batch script's stderr under
+# systemd, logger): RFC 3164's "Mmm dd hh:mm:ss host tag[pid]: " or an RFC 3339 stamp in its
+# place; the header's host is the host that logged the block (often a login node running
+# mpiexec), not the node the block is about
+_LOG_HEADER = re.compile(
+    r"^\s*(?:[A-Z][a-z]{2} +\d{1,2} \d\d:\d\d:\d\d|\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\S*) "
+    r"[A-Za-z0-9][\w.-]* [\w./@-]{1,64}(?:\[\d+\])?: "
+)
+
+
+def hydra_block_hosts(lines: list[str]) -> list[str | None]:
+    """For each line of a Hydra termination block below its RUNNING AT line, that line's host."""
+    out: list[str | None] = [None] * len(lines)
+    host: str | None = None
+    for i, logged in enumerate(lines):
+        line = _LOG_HEADER.sub("", logged, count=1)
+        m = _HYDRA_AT.match(line)
+        if m:
+            host = clean_host(m.group("h"))
+        elif not line.lstrip().startswith("="):
+            host = None  # the block ended
+        else:
+            out[i] = host
     return out

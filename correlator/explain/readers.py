@@ -19,7 +19,7 @@ from correlator.explain.hosts import (
     prefix_hosts,
     shared_prefix,
 )
-from correlator.explain.hosts_blocks import block_hosts
+from correlator.explain.hosts_blocks import block_hosts, hydra_block_hosts
 from correlator.explain.hosts_fields import session_hosts
 from correlator.explain.hosts_records import logentry_hosts
 from correlator.explain.readers_gpu import (
@@ -194,8 +194,14 @@ def _fallback(
 
 
 def _attach_hosts(
-    events: list[Event], texts: tuple[list[str], ...], hints: list[str | None]
+    events: list[Event],
+    texts: tuple[list[str], ...],
+    hints: list[str | None],
+    subjects: list[str | None],
 ) -> None:
+    """Name each event's node: its parser's, else the block its line belongs to (`subjects`,
+    which outranks the syslog or journal host that logged the line), else the line's own host
+    convention, else its context (`hints`)."""
     index: dict[str, int] = {}
     # the same line delivered from two hosts (journald or a shipper's records of one message
     # on both) is neither's: the event read from it cannot say which host logged it
@@ -213,7 +219,10 @@ def _attach_hosts(
         first = (ev.raw or "").splitlines()[0].strip() if ev.raw else ""
         host = ev.payload.get("host") if isinstance(ev.payload.get("host"), str) else None
         at = None if first in several else index.get(first)
-        ev.node = clean_host(host) or host_in_line(first) or (hints[at] if at is not None else None)
+        if at is None:
+            ev.node = clean_host(host) or host_in_line(first)
+        else:
+            ev.node = clean_host(host) or subjects[at] or host_in_line(first) or hints[at]
 
 
 def unprefixed(lines: list[str], found: list[str | None] | None = None) -> list[str]:
@@ -349,7 +358,9 @@ def read_delivered(text: str) -> tuple[list[Event], list[str], Delivered]:
     joined, verbatim = (bare, verbatim) if source is lines else joined_rests(lines)
     fallback = _fallback(joined, skip, hints, None if source is lines else bare)
     events = structured.events + parsed + _verbatim(fallback, verbatim)
-    _attach_hosts(events, (bare, lines), hints)
+    # a Hydra termination block is about its RUNNING AT node, also where syslog or the journal
+    # logged it on another host
+    _attach_hosts(events, (bare, lines), hints, hydra_block_hosts(lines))
     _labelled(events, delivered.labels)
     hosts = [h for i, ln in enumerate(lines) if (h := named[i] or host_in_line(ln))]
     return events, hosts, delivered

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from collector.slurm.parse import TERMINAL_STATES, ParseError, parse_sacct_json
 from correlator.explain.hosts import clean_host, prefix_hosts
+from correlator.explain.hosts_blocks import hydra_block_hosts
 from correlator.explain.readers_gpu import ReadResult, _event
 from timeline.models import Event, EventKind
 
@@ -270,30 +271,6 @@ class _Table:
     # column) and where the host column's name starts, for a row cut the same way
     names: tuple[str, ...] | None = None
     at: int = -1
-
-
-# MPICH Hydra's BAD TERMINATION block (pmodels/mpich src/pm/hydra/mpiexec/pmiserv_cb.c
-# @6a79bf6575: "=   PID %d RUNNING AT %s" then "=   EXIT CODE: %d"; Intel MPI's Hydra "=   RANK %d
-# PID %d RUNNING AT %s" then "=   KILLED BY SIGNAL: %d (%s)"): the block's later "=" lines are
-# about the process RUNNING AT that host
-_HYDRA_AT = re.compile(
-    r"^\s*=\s+(?:RANK \d+ )?PID \d+ RUNNING AT (?:[\w.-]+@)?(?P<h>[A-Za-z0-9][\w.-]*)\s*$"
-)
-
-
-def hydra_block_hosts(lines: list[str]) -> list[str | None]:
-    """For each line of a Hydra termination block below its RUNNING AT line, that line's host."""
-    out: list[str | None] = [None] * len(lines)
-    host: str | None = None
-    for i, line in enumerate(lines):
-        m = _HYDRA_AT.match(line)
-        if m:
-            host = clean_host(m.group("h"))
-        elif not line.lstrip().startswith("="):
-            host = None  # the block ended
-        else:
-            out[i] = host
-    return out
 
 
 def context_hosts(

@@ -374,12 +374,38 @@ def test_a_launchers_line_in_a_login_hosts_journal_names_the_tasks_node(key: str
     assert explain_text(text).node == "gpu-07"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="open: Hydra's termination block behind a journal prefix is read line by line, so "
-    "'KILLED BY SIGNAL' takes the journal's host (login01), not its block's 'RUNNING AT' node",
-)
-def test_hydras_block_in_a_login_hosts_journal_names_the_ranks_node() -> None:
-    lines = ("=   RANK 0 PID 5490 RUNNING AT gpu-07", "=   KILLED BY SIGNAL: 9 (Killed)")
-    text = "\n".join(f"Nov 22 12:00:00 login01 train.sh[4321]: {ln}" for ln in lines)
+# Hydra's block (MPICH pmiserv_cb.c "=   PID %d RUNNING AT %s" / "=   EXIT CODE: %d"; Intel MPI
+# "=   RANK %d PID %d RUNNING AT %s" / "=   KILLED BY SIGNAL: %d (%s)") as syslog (RFC 3164) or
+# an RFC 3339-stamped journal logged it on the login host that ran mpiexec
+HYDRA_BLOCKS = {
+    "intel": ("=   RANK 0 PID 5490 RUNNING AT gpu-07", "=   KILLED BY SIGNAL: 9 (Killed)"),
+    "mpich": ("=   PID 5490 RUNNING AT gpu-07", "=   EXIT CODE: 9"),
+}
+LOG_HEADERS = {
+    "rfc3164": "Nov 22 12:00:00 login01 train.sh[4321]: ",
+    "rfc3339": "2024-11-22T12:00:00.123456+00:00 login01 train.sh[4321]: ",
+}
+
+
+@pytest.mark.parametrize("header", sorted(LOG_HEADERS))
+@pytest.mark.parametrize("block", sorted(HYDRA_BLOCKS))
+def test_hydras_block_in_a_login_hosts_journal_names_the_ranks_node(
+    block: str, header: str
+) -> None:
+    text = "\n".join(LOG_HEADERS[header] + ln for ln in HYDRA_BLOCKS[block])
     assert explain_text(text).node == "gpu-07"
+
+
+def test_a_line_after_hydras_block_in_the_journal_is_the_logging_hosts_again() -> None:
+    head = LOG_HEADERS["rfc3164"]
+    text = "\n".join(
+        (
+            head + HYDRA_BLOCKS["intel"][0],
+            head + "=   CLEANING UP REMAINING PROCESSES",
+            head + "done",
+            "Nov 22 12:00:01 login01 kernel: Out of memory: Killed process 812 (python3) "
+            "total-vm:81234560kB, anon-rss:61234560kB, file-rss:0kB, shmem-rss:0kB",
+        )
+    )
+    got = explain_text(text)
+    assert (got.category, got.node) == ("oom_host", "login01")
