@@ -7,10 +7,10 @@ Top level (whole corpus, as before): {"n", "category_accuracy", "blame_accuracy"
 "training_added_round3" / "_round4" / "_round5" / "_round8" / "_round9" / "_round10" /
 "_round11" / "_round12" / "_round13" / "_round14" / "_round15" / "_round16" / "_round17" /
 "_round18" / "_round19" / "_round20" / "_round21" / "_round22" / "_round23" / "_round24" /
-"_round25" / "_round26": those of the third / fourth / fifth / eighth / ninth / tenth / eleventh
-/ twelfth / thirteenth / fourteenth / fifteenth / sixteenth / seventeenth / eighteenth /
-nineteenth / twentieth / twenty-first / twenty-second / twenty-third / twenty-fourth /
-twenty-fifth / twenty-sixth round alone),
+"_round25" / "_round26" / "_round27": those of the third / fourth / fifth / eighth / ninth /
+tenth / eleventh / twelfth / thirteenth / fourteenth / fifteenth / sixteenth / seventeenth /
+eighteenth / nineteenth / twentieth / twenty-first / twenty-second / twenty-third / twenty-fourth
+/ twenty-fifth / twenty-sixth / twenty-seventh round alone),
 "before":
 the frozen figures the rules scored before issue #11 changed any rule, "round1": the
 figures round one of issue #11 left (benchmarks/explain_round1.json), "round2": the figures
@@ -65,8 +65,8 @@ measured before round twenty-five changed any rule (benchmarks/explain_round24.j
 "round25": the figures the rules of main at 8f70ae2 scored on every split of the corpus with round
 twenty-six's new cases, measured before round twenty-six changed any rule
 (benchmarks/explain_round25.json), and "round26": the figures the rules of main at 5e02cda scored
-on every split of the corpus, measured before round twenty-seven changed any rule
-(benchmarks/explain_round26.json).
+on every split of the corpus with round twenty-seven's new cases, measured before round
+twenty-seven changed any rule (benchmarks/explain_round26.json).
 "validation_3": a second held-out split gathered in round three from sources no other case
 uses, labelled and scored with round two's rules before any rule of round three was written;
 "validation_4": a third one, gathered in round eight from sources no other case uses, labelled
@@ -105,7 +105,9 @@ written; "validation_20": a nineteenth one, gathered in round twenty-five from s
 case uses, labelled and scored with the rules of b0e2bca before any rule of round twenty-five was
 written; "validation_21": a twentieth one, gathered in round twenty-six from sources no other
 case uses, labelled and scored with the rules of 8f70ae2 before any rule of round twenty-six was
-written.
+written; "validation_22": a twenty-first one, gathered in round twenty-seven from sources no other
+case uses, labelled and scored with the rules of 5e02cda before any rule of round twenty-seven
+was written.
 
 Per split: culprit_accuracy (the node, over cases whose label names one), culprit_missed_unnamed
 and culprit_missed_other (of those, the cases explain named no node for / named another node
@@ -139,7 +141,7 @@ _FROZEN = (
 )
 # the held-out splits in the order they were drawn (there is no validation_2: the second one,
 # gathered in round three, is validation_3)
-_HELD_OUT = ("validation", *(f"validation_{i}" for i in range(3, 22)))
+_HELD_OUT = ("validation", *(f"validation_{i}" for i in range(3, 23)))
 _SPLITS = ("training", *_HELD_OUT)
 _JOB_TRUTH = {"user_code", "oom_host", "oom_gpu"}
 
@@ -210,7 +212,7 @@ def _original_sources(labels: list[dict[str, Any]]) -> set[str]:
 
 
 # The training rounds a case may be marked with ("round3": true ...), each reported apart.
-_ROUNDS = tuple(f"round{i}" for i in (3, 4, 5, *range(8, 27)))
+_ROUNDS = tuple(f"round{i}" for i in (3, 4, 5, *range(8, 28)))
 # The groups reported, in this order, when they have cases.
 _GROUPS = (
     "training",

@@ -78,3 +78,7 @@ VALIDATION_20_SHA256 = "c98c796fe6cf41ee0b947519577252b1f0005aceeeb5dac42e88cc87
 # of the 10 sorted new sources after random.Random(42).shuffle, drawn before any rule of round
 # twenty-six and scored once with the rules of 8f70ae2): never move a case in or out.
 VALIDATION_21_SHA256 = "67455c50ea298b42258d5efefefcf076d4de64fcb2b7015fc90f5a6be72b1c86"
+# sha256 of the sorted validation_22 sources (round twenty-seven's held-out split: the first half
+# of the 10 sorted new sources after random.Random(44).shuffle, drawn before any rule of round
+# twenty-seven and scored once with the rules of 5e02cda): never move a case in or out.
+VALIDATION_22_SHA256 = "f8bec6871d0bce8eb736094a019e5914d7ce71bbd5e4dfadf852e35ff003c671"
