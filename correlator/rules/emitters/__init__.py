@@ -99,6 +99,9 @@ FAMILY_FILES = (
     "dcgm.json",
     "nvidia_smi.json",
     "device_plugin.json",
+    # after the device plugin's nvidia-container-cli texts, which apptainer quotes; before
+    # kubelet.json, whose exec-not-found is the image's (nvidia-container-cli is the host's)
+    "apptainer.json",
     "linux_kernel.json",
     "cuda.json",
     "nccl.json",
