@@ -8,11 +8,25 @@ Formats, from each emitter's own source:
   by root user", "ldconfig is not owned by root user", "/usr/bin not writable in the container",
   "nvidia-container-cli failed with %v: %s"; internal/app/starter/master_linux.go "container
   creation failed: %s" through sylog.Fatalf; pkg/sylog/sylog.go's "%-8s " level prefix.
+- vllm-project/vllm vllm/v1/engine/exceptions.py @03e79b3611 EngineDeadError "EngineCore
+  encountered an issue. See stack trace (above) for the root cause."; v1/executor/
+  multiproc_executor.py @00f6c9bf92 "Worker proc %s died unexpectedly, shutting down executor.",
+  "Worker failed with error '%s', please check the stack trace above for the root cause",
+  "WorkerProc failed to start." / "WorkerProc hit an exception.", "Executor failed."; v1/engine/
+  core.py "EngineCore failed to start." / "EngineCore encountered a fatal error."; core_client.py
+  "Engine core proc %s died unexpectedly, shutting down client."; v1/engine/utils.py "Engine core
+  initialization failed. See root cause above. Failed core proc(s): %s"; engine/
+  async_llm_engine.py (V0) "Background loop has errored already."; distributed/
+  device_communicators/pynccl_wrapper.py NCCL_CHECK "NCCL error: %s" (ncclGetErrorString);
+  v1/worker and v1/core/kv_cache_utils.py "No available memory for the cache blocks. Try
+  increasing `gpu_memory_utilization` when initializing the engine.".
 
 Verdicts by the label policy (tests/fixtures/corpus/README.md): --nv finding no driver libraries
 on the host, or a host without (or with an untrusted) nvidia-container-cli, is the node's GPU
 stack (node / node); an image whose /usr/bin cannot take the driver's binaries is the job's
 (user_code / job); nvidia-container-cli failing with no message read elsewhere is node / unknown.
+vLLM's engine and worker wrappers ("see the stack trace above") are no verdict by themselves and
+never outrank the cause they wrap.
 """
 
 from __future__ import annotations
@@ -24,10 +38,17 @@ from tests.correlator.emitter_probe import HOSTS, Fmt, check, params
 
 LAUNCHER = "apptainer/apptainer internal/pkg/runtime/launch/launcher_linux.go@917d665779"
 NVCCLI = "apptainer/apptainer internal/pkg/util/gpu/nvidia.go@917d665779"
+ENGINE = "vllm-project/vllm vllm/v1/engine/exceptions.py@03e79b3611 (+ core.py, utils.py)"
+EXECUTOR = "vllm-project/vllm vllm/v1/executor/multiproc_executor.py@00f6c9bf92"
+PYNCCL = "vllm-project/vllm vllm/distributed/device_communicators/pynccl_wrapper.py"
+KV = "vllm-project/vllm vllm/v1/core/kv_cache_utils.py"
 
 NODE = ("node", "node")
 NODE_UNKNOWN = ("node", "unknown")
 JOB = ("user_code", "job")
+OOM_GPU = ("oom_gpu", "job")
+NET = ("interconnect", "unknown")
+NONE = (None, "unknown")
 
 # sylog's "%-8s " prefix, as apptainer prints it alone, under srun's task label, or under pdsh
 _FATAL = ("FATAL:   container creation failed: ", "{rank}: FATAL:   container creation failed: ")
@@ -128,7 +149,140 @@ APPTAINER = [
 ]
 
 
-FORMATS = [*APPTAINER]
+# vLLM's log prefixes: the process label decorate_logs() adds, then its logger's own
+_VLOG = (
+    "(EngineCore_DP0 pid={pid}) ERROR 10-29 08:32:36 [{file}] ",
+    "(APIServer pid={pid}) ERROR 09-05 01:15:59 [{file}] ",
+    "ERROR {file} ",
+    "",
+)
+_V = {"pid": (137324, 1, 3709), "file": ("core.py:708", "multiproc_executor.py:154")}
+VLLM_WRAPPERS = [
+    Fmt(
+        "vllm-engine-dead",
+        ENGINE,
+        "{what}\n",
+        {
+            **_V,
+            "what": (
+                "vllm.v1.engine.exceptions.EngineDeadError: EngineCore encountered an issue. "
+                "See stack trace (above) for the root cause.",
+                "RuntimeError: Engine core initialization failed. See root cause above. Failed "
+                "core proc(s): {'EngineCore_DP0': 1}",
+                "RuntimeError: Engine core initialization failed. See root cause above. Failed "
+                "core proc(s): {}",
+                "EngineCore failed to start.",
+                "EngineCore encountered a fatal error.",
+                "vllm.engine.async_llm_engine.AsyncEngineDeadError: Background loop has errored "
+                "already.",
+            ),
+        },
+        NONE,
+        prefixes=_VLOG,
+    ),
+    Fmt(
+        "vllm-worker-wrappers",
+        EXECUTOR,
+        "{what}\n",
+        {
+            **_V,
+            "what": (
+                "Worker proc VllmWorker-0 died unexpectedly, shutting down executor.",
+                "Engine core proc EngineCore_DP0 died unexpectedly, shutting down client.",
+                "WorkerProc failed to start.",
+                "WorkerProc hit an exception.",
+                "Exception: WorkerProc initialization failed due to an exception in a "
+                "background process. See stack trace for root cause.",
+                "RuntimeError: Executor failed.",
+            ),
+        },
+        NONE,
+        prefixes=_VLOG,
+    ),
+    Fmt(
+        "vllm-engine-dead-traceback-tail",
+        ENGINE,
+        "Traceback (most recent call last):\n"
+        '  File "/usr/local/lib/python3.12/dist-packages/vllm/{file}", line {line}, in {fn}\n'
+        "    raise {exc}\n{exc}: {msg}\n",
+        {
+            "file": ("v1/engine/async_llm.py", "v1/engine/utils.py", "v1/engine/core_client.py"),
+            "line": (400, 1010, 782),
+            "fn": ("generate", "wait_for_engine_startup", "ensure_alive"),
+            "exc": (
+                "vllm.v1.engine.exceptions.EngineDeadError",
+                "RuntimeError",
+                "EngineDeadError",
+            ),
+            "msg": (
+                "EngineCore encountered an issue. See stack trace (above) for the root cause.",
+                "Engine core initialization failed. See root cause above. Failed core proc(s): {}",
+                "EngineCore encountered an issue. See stack trace (above) for the root cause.",
+            ),
+        },
+        NONE,
+    ),
+]
+
+_CAUSES = {
+    "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total "
+    "capacity of 79.10 GiB of which 1.21 GiB is free.": OOM_GPU,
+    "RuntimeError: CUDA error: an illegal memory access was encountered": JOB,
+    "RuntimeError: NCCL error: unhandled system error (run with NCCL_DEBUG=INFO for details)": NET,
+}
+VLLM_CAUSES = [
+    Fmt(
+        f"vllm-cause-then-wrapper-{i}",
+        EXECUTOR,
+        "{pfx}" + cause.replace("{", "{{").replace("}", "}}") + "\n{pfx}{wrapper}\n",
+        {
+            "pfx": ("(EngineCore_DP0 pid=1394) ERROR 03-19 11:07:19 [core.py:1006] ", ""),
+            "wrapper": (
+                "vllm.v1.engine.exceptions.EngineDeadError: EngineCore encountered an issue. "
+                "See stack trace (above) for the root cause.",
+                "RuntimeError: Engine core initialization failed. See root cause above. Failed "
+                "core proc(s): {}",
+                "Worker proc VllmWorker-0 died unexpectedly, shutting down executor.",
+            ),
+        },
+        want,
+    )
+    for i, (cause, want) in enumerate(_CAUSES.items())
+] + [
+    Fmt(
+        "vllm-worker-failed-quoting-cause",
+        EXECUTOR,
+        "RuntimeError: Worker failed with error '{cause}', please check the stack trace above "
+        "for the root cause\n",
+        {"cause": ("CUDA out of memory. Tried to allocate 20.00 MiB",)},
+        OOM_GPU,
+    ),
+    Fmt(
+        "vllm-kv-cache-no-memory",
+        KV,
+        "ValueError: No available memory for the cache blocks. Try increasing "
+        "`gpu_memory_utilization` when initializing the engine.\n",
+        {"pid": (3709,)},
+        OOM_GPU,
+        prefixes=("(EngineCore pid={pid}) ", ""),
+    ),
+    Fmt(
+        "vllm-pynccl-error",
+        PYNCCL,
+        "RuntimeError: NCCL error: {err}\n",
+        {
+            "err": (
+                "unhandled system error (run with NCCL_DEBUG=INFO for details)",
+                "remote process exited or there was a network error",
+            )
+        },
+        NET,
+        prefixes=("(Worker pid=2730) ERROR ", ""),
+    ),
+]
+
+
+FORMATS = [*APPTAINER, *VLLM_WRAPPERS, *VLLM_CAUSES]
 
 
 @pytest.mark.parametrize(("f", "text", "node"), params(FORMATS))
@@ -150,6 +304,11 @@ BENIGN = (
     "INFO:    Setting 'NVIDIA_VISIBLE_DEVICES=all' to emulate legacy GPU binding.",
     "INFO:    Setting --writable-tmpfs (required by nvidia-container-cli)",
     "WARNING: Ignoring --compat32, it requires a GPU option such as --nv or --rocm",
+    # vLLM starting and serving
+    "(EngineCore_DP0 pid=413) INFO 11-10 12:30:01 [gpu_worker.py:298] Available KV cache "
+    "memory: 57.32 GiB",
+    "(APIServer pid=1) INFO 03-09 12:56:57 [api_server.py:1880] Starting vLLM API server 0 on "
+    "http://0.0.0.0:8000",
 )
 
 
@@ -160,10 +319,14 @@ def test_a_benign_breadth19_line_is_no_failure(text: str) -> None:
 
 
 # The user's own program missing from their image (apptainer's action script: '"%s": executable
-# file not found in $PATH') is never the node's fault.
+# file not found in $PATH') or a user's CUDA bug under vLLM is never the node's fault.
 USERS_OWN = (
     'FATAL:   "python3": executable file not found in $PATH',
     'FATAL:   container creation failed: exec: "train.sh": executable file not found in $PATH',
+    "(Worker_TP1 pid=1912) ERROR 06-01 17:32:02 [multiproc_executor.py:671] RuntimeError: CUDA "
+    "error: device-side assert triggered\n(EngineCore pid=1709) ERROR 06-01 17:32:04 "
+    "[multiproc_executor.py:283] Worker proc VllmWorker-1 died unexpectedly, shutting down "
+    "executor.",
 )
 
 

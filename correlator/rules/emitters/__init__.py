@@ -126,6 +126,8 @@ FAMILY_FILES = (
     # errno texts (glibc's, as CPython and coreutils print them): after the stacks that quote one
     # inside their own messages (NCCL's /dev/shm, the DataLoader's bus error)
     "os_errors.json",
+    # vLLM's wrappers quote the cause's text (CUDA, NCCL, torch): after those families
+    "vllm.json",
     "kube_scheduler.json",
     "kubelet.json",
     "kubeflow.json",
