@@ -104,6 +104,7 @@ FAMILY_FILES = (
     "apptainer.json",
     "linux_kernel.json",
     "cuda.json",
+    "triton.json",
     "nccl.json",
     "ib_verbs.json",
     "fabric_manager.json",
