@@ -130,6 +130,7 @@ FAMILY_FILES = (
     # vLLM's wrappers quote the cause's text (CUDA, NCCL, torch): after those families
     "vllm.json",
     "kube_scheduler.json",
+    "volcano.json",
     "kubelet.json",
     "kubeflow.json",
     # pyxis before slurm.json: its container-start errors come through slurmstepd's error lines
