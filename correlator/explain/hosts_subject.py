@@ -69,4 +69,9 @@ SUBJECT_PATTERNS: tuple[re.Pattern[str], ...] = (
         r"\bdaemon\s*:\s*\[(?:\[[\d,]+\],\d+|[\w.-]+@\d+,\d+)\] on node (?P<h>[A-Za-z0-9][\w.-]*)"
     ),
     re.compile(r"\bRUNNING AT (?:[\w.-]+@)?(?P<h>[A-Za-z0-9][\w.-]*)\s*$"),
+    # LBNL NHC (mej/nhc 9c4a38c0c9f4) about the node it drains: helpers/node-mark-offline's
+    # "`date` $0 $*" (the host, then the note) and "$0:  Marking $STATUS $HOSTNAME offline:";
+    # nhc's die() for SGE: "$HOSTNAME:diagnosis:NHC: $*"
+    re.compile(r"\bnode-mark-offline(?::\s+Marking \S+)? " + _H + r" \S"),
+    re.compile(r"^\s*" + _H + r":diagnosis:NHC: "),
 )

@@ -96,6 +96,8 @@ def _load(name: str) -> Family:
 # Order matters: the first rule whose regex matches an event's text wins, so the families whose
 # messages are most specific come first and the launchers' exit statuses (weakest) come last.
 FAMILY_FILES = (
+    # NHC first: its check messages quote nvidia-smi's and name their check, which decides
+    "nhc.json",
     "dcgm.json",
     "nvidia_smi.json",
     "device_plugin.json",
