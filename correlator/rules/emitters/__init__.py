@@ -133,6 +133,7 @@ FAMILY_FILES = (
     "vllm.json",
     "kube_scheduler.json",
     "volcano.json",
+    "node_problem_detector.json",
     "kubelet.json",
     "kubeflow.json",
     # pyxis before slurm.json: its container-start errors come through slurmstepd's error lines
