@@ -22,10 +22,10 @@ from correlator.explain.hosts import (
 from correlator.explain.hosts_blocks import block_hosts, hydra_block_hosts
 from correlator.explain.hosts_fields import session_hosts
 from correlator.explain.hosts_records import logentry_hosts
+from correlator.explain.readers_dcgm import read_dcgm_metrics
 from correlator.explain.readers_gpu import (
     ReadResult,
     _event,
-    read_dcgm_metrics,
     read_dcgmi_diag,
     read_nvidia_smi,
     read_smi_table,

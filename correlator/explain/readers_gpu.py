@@ -1,4 +1,4 @@
-"""Readers for GPU tool output: nvidia-smi (plain and -q), dcgm-exporter metrics, dcgmi diag.
+"""Readers for GPU tool output: nvidia-smi (plain and -q), dcgmi diag (dcgm-exporter: readers_dcgm).
 
 Each reader returns Events whose `raw` is the verbatim line(s) they read, plus the indexes of
 the lines it consumed so that no other reader reports the same line again.
@@ -9,7 +9,6 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from collector.parse.dcgm import parse_dcgm_text
 from timeline.models import Event, EventKind, Severity
 from timeline.pci import normalize_pci_bus_id
 
@@ -190,44 +189,6 @@ def read_smi_table(lines: list[str]) -> ReadResult:
             )
         )
         out.claimed.add(i)
-    return out
-
-
-# --- dcgm-exporter -------------------------------------------------------------------------
-
-_METRIC = re.compile(r"^(?P<name>DCGM_[A-Z0-9_]+)(?:\{(?P<labels>[^}]*)\})?\s+(?P<value>\S+)")
-# Which exposition line is the evidence for each kind of event parse_dcgm_text makes.
-_EVIDENCE_METRIC = {
-    EventKind.XID: ("DCGM_FI_DEV_XID_ERRORS",),
-    EventKind.ROW_REMAP: ("DCGM_FI_DEV_ROW_REMAP_FAILURE", "DCGM_FI_DEV_ROW_REMAP_PENDING"),
-    EventKind.ECC: ("DCGM_FI_DEV_ECC_DBE_VOL_TOTAL",),
-}
-
-
-def read_dcgm_metrics(lines: list[str]) -> ReadResult:
-    """dcgm-exporter /metrics text, through the collector's parser; evidence is the metric line."""
-    out = ReadResult()
-    metric_lines = [(i, ln.strip()) for i, ln in enumerate(lines) if _METRIC.match(ln.strip())]
-    if not metric_lines:
-        return out
-    out.claimed = {i for i, _ in metric_lines}
-    out.claimed |= {
-        i for i, ln in enumerate(lines) if ln.startswith(("# HELP DCGM", "# TYPE DCGM"))
-    }
-    gpus, events = parse_dcgm_text("\n".join(ln for _, ln in metric_lines) + "\n")
-    by_uuid = {g.uuid: g for g in gpus}
-    for ev in events:
-        g = by_uuid.get(ev.gpu_uuid or "")
-        names = _EVIDENCE_METRIC.get(ev.kind, ())
-        ev.raw = next(
-            (ln for _, ln in metric_lines if ln.startswith(names) and (ev.gpu_uuid or "") in ln),
-            ev.message,
-        )
-        if g is not None:
-            ev.node = ev.node or g.hostname
-            if g.index is not None:
-                ev.payload["gpu_index"] = g.index
-        out.events.append(ev)
     return out
 
 

@@ -191,6 +191,17 @@ def _ecc_or_remap(event: Event) -> Verdict | None:
                 "GPU memory row remapping failed",
                 priority=88,
             )
+        if payload.get("uncorrectable_remapped"):
+            # DCGM_FR_UNCORRECTABLE_ROW_REMAP (NVIDIA/DCGM dcgmlib/dcgm_errors.h): "had
+            # uncorrectable memory errors and %u rows were remapped"; as the dcgm family reads it
+            return _v(
+                Category.GPU_HARDWARE,
+                Blame.NODE,
+                "drain the node and run a field diagnostic (dcgmi diag -r 3) on the GPU",
+                0.6,
+                "GPU memory rows were remapped after uncorrectable errors",
+                priority=40,
+            )
         return _v(
             Category.GPU_HARDWARE,
             Blame.NODE,
