@@ -98,6 +98,8 @@ def _load(name: str) -> Family:
 FAMILY_FILES = (
     # NHC first: its check messages quote nvidia-smi's and name their check, which decides
     "nhc.json",
+    # NVSentinel's health events name their check, which decides over the mnemonic they quote
+    "nvsentinel.json",
     "dcgm.json",
     "nvidia_smi.json",
     "device_plugin.json",
