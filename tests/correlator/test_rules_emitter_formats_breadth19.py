@@ -59,7 +59,7 @@ APPTAINER = [
         LAUNCHER,
         "Could not find any {plat} {what} on this host!\n",
         {**_APPT, "plat": ("nv", "rocm"), "what": ("libraries", "files")},
-        NODE,
+        NODE_UNKNOWN,
         prefixes=("WARNING: ", "{rank}: WARNING: "),
     ),
     Fmt(
@@ -72,7 +72,7 @@ APPTAINER = [
                 "RuntimeError: CUDA error: no CUDA-capable device is detected",
             )
         },
-        NODE,
+        NODE_UNKNOWN,
     ),
     Fmt(
         "apptainer-nv-libraries-missing-pdsh",
@@ -80,7 +80,7 @@ APPTAINER = [
         "{host}: WARNING: Could not find any nv files on this host!\n"
         "{host}: WARNING: Could not find any nv libraries on this host!\n",
         {"host": HOSTS[:5]},
-        NODE,
+        NODE_UNKNOWN,
         culprit="host",
     ),
     Fmt(
