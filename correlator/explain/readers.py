@@ -1,6 +1,6 @@
 """Raw text of any supported kind -> timeline Events, each carrying its verbatim line(s).
 
-Order: structured tool readers (sacct, nvidia-smi, dcgm-exporter, dcgmi diag) first, then the
+Order: structured tool readers (sacct, nvidia-smi, dcgm-exporter, dcgmi diag, dmon) first, then the
 collector's kernel-log and job-log parsers on the remaining lines, then the pattern rules on
 any line that nothing else understood. Hosts are attached only where the text names them.
 """
@@ -30,6 +30,7 @@ from correlator.explain.readers_gpu import (
     read_nvidia_smi,
     read_smi_table,
 )
+from correlator.explain.readers_gpu_fields import read_dcgmi_dmon, read_smi_query_csv
 from correlator.explain.readers_ib import read_ibstat
 from correlator.explain.readers_k8s import read_operator_pod
 from correlator.explain.readers_sched import (
@@ -57,6 +58,8 @@ def _structured(text: str, lines: list[str]) -> ReadResult:
         lambda: read_smi_table(lines),
         lambda: read_dcgm_metrics(lines),
         lambda: read_dcgmi_diag(lines),
+        lambda: read_smi_query_csv(lines),
+        lambda: read_dcgmi_dmon(lines),
         lambda: read_k8s_node_gpus(lines),
         lambda: read_operator_pod(lines),
         lambda: read_ibstat(lines),
