@@ -104,7 +104,19 @@ PATTERNS: tuple[re.Pattern[str], ...] = (
     re.compile(r"^\s*exec_host = " + _H + r"/[\d*]+\s*$"),
     # LSF: one host only (a second "<n*host>" would follow the first before the comma)
     re.compile(r"\bexecuted on host\(s\) <(?:\d+\*)?" + _H + r">,"),
-    re.compile(r"\bStarted \d+ Task\(s\) on Host\(s\) <(?:\d+\*)?" + _H + r">(?:,|\s*$)"),
+    re.compile(
+        r"\b(?:Started|Dispatched(?: to)?) \d+ Task\(s\) on Host\(s\) <(?:\d+\*)?"
+        + _H
+        + r"(?:@[\w.-]+)?>(?:,|;|\s*$)"
+    ),
+    # LSF's older job history: "Started on <hostA>, Execution Home ...", multicluster
+    # "<hostC@cluster3>", "Started on 8 Hosts/Processors <8*hostA>", bhist's "Dispatched to
+    # <hostA>" (IBM Spectrum LSF bjobs -l and bhist -l examples); one host only
+    re.compile(
+        r"\b(?:Started on|Dispatched to)(?: \d+ Hosts/Processors)? <(?:\d+\*)?"
+        + _H
+        + r"(?:@[\w.-]+)?>(?:,|;|\s*$)"
+    ),
     # hostnamectl
     re.compile(r"^\s*(?:Static|Transient) hostname:\s+" + _H + r"\s*$"),
     # logcli: "2024-03-01T10:00:00Z {host="gpu-07", job="syslog"} msg" (one node label only)
@@ -115,7 +127,17 @@ PATTERNS: tuple[re.Pattern[str], ...] = (
     ),
 )
 
-MARKS = ("% ", "# ", "> ", "_HOSTNAME=", "exec_host", "ost(s) <", '="')
+MARKS = (
+    "% ",
+    "# ",
+    "> ",
+    "_HOSTNAME=",
+    "exec_host",
+    "ost(s) <",
+    '="',
+    "Started on ",
+    "Dispatched to ",
+)
 
 # `kubectl events` (kubectl pkg/cmd/events, events.k8s.io): its OBJECT column is "Kind/name",
 # the kind as spelt ("Node/gpu-07", "Pod/trainer-0"), where `kubectl get events` prints the

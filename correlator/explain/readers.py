@@ -40,6 +40,7 @@ from correlator.explain.readers_sched import (
     read_sacct_table,
 )
 from correlator.explain.readers_scontrol import read_scontrol_job
+from correlator.explain.readers_squeue import read_squeue
 from correlator.explain.wrappers import Delivered, undelivered
 from correlator.rules import PATTERNS, first_rule
 from timeline.models import Event, EventKind
@@ -54,6 +55,7 @@ def _structured(text: str, lines: list[str]) -> ReadResult:
         lambda: read_sacct_json(text) if text.lstrip().startswith("{") else ReadResult(),
         lambda: read_sacct_table(lines),
         lambda: read_scontrol_job(lines),
+        lambda: read_squeue(lines),
         lambda: read_nvidia_smi(lines),
         lambda: read_smi_table(lines),
         lambda: read_dcgm_metrics(lines),

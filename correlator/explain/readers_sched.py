@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from collector.slurm.parse import TERMINAL_STATES, ParseError, parse_sacct_json
 from correlator.explain.hosts import clean_host, prefix_hosts
 from correlator.explain.hosts_blocks import hydra_block_hosts
+from correlator.explain.hosts_status import status_hosts
 from correlator.explain.readers_gpu import ReadResult, _event
 from timeline.models import Event, EventKind
 
@@ -305,6 +306,8 @@ def context_hosts(
         hints[i] = pod_row_host(line) or block
     for i, host in enumerate(hydra_block_hosts(lines)):
         hints[i] = hints[i] or host
+    for i, host in enumerate(status_hosts(lines)):
+        hints[i] = hints[i] or host
     for i, host in enumerate(prefix_hosts(lines) if prefixed is None else prefixed):
         hints[i] = hints[i] or host
     return hints
@@ -368,5 +371,7 @@ def _table_header(line: str) -> _Table | None:
     if "REASON" in cells and cells[-1] == "NODELIST":  # sinfo -R
         return _Table(col=-1, least=2)
     if cells[0] == "NODELIST" and "STATE" in cells:  # sinfo -N (-l)
+        return _Table(col=0, least=2)
+    if cells[0] == "HOST_NAME" and "STATUS" in cells:  # LSF bhosts (OpenLava prtHostsShort)
         return _Table(col=0, least=2)
     return None
