@@ -15,14 +15,19 @@ Sources:
   "HOST", host), the STATUS ... DISPATCH_WINDOW header, then the status row, then a blank line;
 - Grid Engine `qstat -f` (qstat(1) OUTPUT FORMATS, "Full Format"): one row per queue instance,
   "queue@host", the queue type (B, I, P, C, T combined), "used/tot." (6.2 on: "resv/used/tot.")
-  slots, the load average ("-NA-" when none is known), the architecture and the states.
+  slots, the load average ("-NA-" when none is known), the architecture and the states;
+- LSF's job history (bjobs -l, bhist -l), folded at 80 columns: OpenLava lsbatch/cmd/cmd.misc.c
+  (towel1980/openlava @58eb47467ee9) prtLine, WIDTH 80 and BLANKLEN 22, goes on after a newline
+  and 21 spaces, mid-word, so a host name can be cut in two ("<lsfworker-interactive-04fa8c" /
+  "                     58.helix...>"); an entry is its "Mon Oct  1 11:14:05: " line and the
+  folded lines below it, read joined.
 """
 
 from __future__ import annotations
 
 import re
 
-from correlator.explain.hosts import clean_host
+from correlator.explain.hosts import clean_host, host_in_line
 
 _H = r"(?P<h>[A-Za-z0-9][\w.-]*)"
 _PBS_NAME = re.compile(r"^" + _H + r"\s*$")
@@ -39,6 +44,27 @@ _SGE_QUEUE = re.compile(
     r"(?:\s+[aACsSdDEcoPu]+)?\s*$"
 )
 _MARKS = ("     ", "HOST  ", "@", " down", " offline")
+_LSF_STAMP = re.compile(r"^(?:[A-Z][a-z]{2} ){2}[ \d]\d \d\d:\d\d:\d\d(?: \d{4})?: \S")
+_LSF_FOLD = " " * 21
+
+
+def _lsf_history(lines: list[str], out: list[str | None]) -> None:
+    """bjobs -l / bhist -l: an entry folded over several lines names the host its joined text
+    names, for each of its lines (a host cut by the fold is read whole)."""
+    i = 0
+    while i < len(lines):
+        end = i + 1
+        if _LSF_STAMP.match(lines[i]):
+            while end < len(lines) and lines[end].startswith(_LSF_FOLD):
+                end += 1
+        if end > i + 1 and not host_in_line(lines[i]):
+            joined = lines[i].rstrip("\n") + "".join(
+                ln[len(_LSF_FOLD) :] for ln in lines[i + 1 : end]
+            )
+            host = host_in_line(joined)
+            for j in range(i, end):
+                out[j] = out[j] or host
+        i = end
 
 
 def _pbs_blocks(lines: list[str], out: list[str | None]) -> None:
@@ -73,6 +99,7 @@ def status_hosts(lines: list[str]) -> list[str | None]:
     out: list[str | None] = [None] * len(lines)
     if not any(mark in line for line in lines for mark in _MARKS):
         return out
+    _lsf_history(lines, out)
     _pbs_blocks(lines, out)
     _lsf_blocks(lines, out)
     for i, line in enumerate(lines):
