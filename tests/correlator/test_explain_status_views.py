@@ -176,6 +176,21 @@ def _views(h: str, g: str) -> dict[str, tuple[str, str, tuple[str | None, str]]]
             _kubectl_pods([(h, "OOMKilled"), (g, "OOMKilled")]),
             ("oom_host", "job"),
         ),
+        "kubectl_pods_node_lost": (
+            _kubectl_pods([(h, "Unknown"), (OK, "Running")]),
+            _kubectl_pods([(h, "NodeLost"), (g, "Unknown")]),
+            NODE,
+        ),
+        "kubectl_pods_node_affinity": (
+            _kubectl_pods([(OK, "Running"), (h, "NodeAffinity")]),
+            _kubectl_pods([(h, "NodeAffinity"), (g, "NodeAffinity")]),
+            ("scheduler", "infra"),
+        ),
+        "kubectl_pods_unexpected_admission": (
+            _kubectl_pods([(h, "UnexpectedAdmissionError"), (OK, "Running")]),
+            _kubectl_pods([(h, "UnexpectedAdmissionError"), (g, "UnexpectedAdmissionError")]),
+            ("node", "unknown"),
+        ),
         "kubectl_pods_crashloop": (
             _kubectl_pods([(OK, "Running"), (h, "CrashLoopBackOff")]),
             _kubectl_pods([(h, "CrashLoopBackOff"), (g, "CrashLoopBackOff")]),
@@ -216,6 +231,17 @@ QUIET = {
     "kubectl_nodes_cordoned": _kubectl_nodes(
         [("gpu-n07", "Ready,SchedulingDisabled"), ("gpu-n08", "Ready")]
     ),
+    # a bare pod status whose cause the row does not show: an eviction without the kubelet's
+    # message (memory pressure or ephemeral storage?), a container the kubelet lost track of,
+    # a container that exited non-zero (Error: any code), a pod being deleted
+    "kubectl_pods_bare_statuses": _kubectl_pods(
+        [
+            ("gpu-n07", "Evicted"),
+            ("gpu-n08", "ContainerStatusUnknown"),
+            ("gpu-n09", "Error"),
+            ("gpu-n10", "Terminating"),
+        ]
+    ),
     "kubectl_pods_running": _kubectl_pods([("gpu-n07", "Running"), ("gpu-n08", "Completed")]),
     # qhost prints no state, only "-" load columns for a host whose execd does not report
     "qhost": (
@@ -239,7 +265,11 @@ def test_a_view_of_healthy_or_faultless_states_reads_as_nothing(key: str) -> Non
 # bhist -l; OpenLava lsbatch/cmd/cmd.prt.c prtJobStart "%s: Started" " %d Task(s) on Host(s)"
 # " <%s>" and prtJobFinish "Exited with exit code %d."; Slurm's sacct, scontrol show job,
 # sinfo -R and sinfo -N -l as the rules' own probes cite them).
-def _job_views(h: str) -> dict[str, tuple[str, tuple[str | None, str]]]:
+# (text, verdict) or (text, verdict, the node as the view names it, when not the host itself)
+_Job = tuple[str, tuple[str | None, str]] | tuple[str, tuple[str | None, str], str]
+
+
+def _job_views(h: str) -> dict[str, _Job]:
     stamp = "Mon Nov 20 10:05:00"
     head = "Job <1234>, User <alice>, Project <default>, Status <EXIT>, Queue <gpu>, Command <a>\n"
     sub = f"{stamp}: Submitted from host <login01>, CWD <$HOME>;\n"
@@ -309,6 +339,18 @@ def _job_views(h: str) -> dict[str, tuple[str, tuple[str | None, str]]]:
             "none\n",
             NODE,
         ),
+        # bjobs -l as LSF prints it, folded at 80 columns after 21 spaces (cmd.misc.c prtLine),
+        # the host cut in two by the fold
+        "bjobs_l_folded_host": (
+            "Job <78856>, User <jane>, Project <default>, Status <EXIT>, Queue <normal>, Com\n"
+            "                     mand <./train.sh>\n"
+            f"{stamp}: Started 1 Task(s) on Host(s) <{h[:4]}\n"
+            f"                     {h[4:]}.site.example.org>, Allocated 1 Slot(s) on Host(s)\n"
+            f"                     <{h}.site.example.org>, Execution Home </home/jane>;\n"
+            f"{stamp}: Exited with exit code 1. The CPU time used is 153.0 seconds.\n",
+            ("user_code", "job"),
+            f"{h}.site.example.org",
+        ),
         "squeue_out_of_memory": (_squeue([("OOM", h), ("R", OK)]), ("oom_host", "job")),
     }
 
@@ -319,9 +361,9 @@ _JOB_KEYS = sorted(_job_views("a1"))
 @pytest.mark.parametrize("key", _JOB_KEYS)
 @pytest.mark.parametrize("host", HOSTS)
 def test_a_job_view_names_the_one_node_the_job_ran_on(key: str, host: str) -> None:
-    text, want = _job_views(host)[key]
+    text, want, *named = _job_views(host)[key]
     got = explain_text(text)
-    assert (got.category, got.blame, got.node) == (*want, host)
+    assert (got.category, got.blame, got.node) == (*want, named[0] if named else host)
 
 
 def test_a_job_started_on_several_hosts_names_none() -> None:
@@ -332,3 +374,25 @@ def test_a_job_started_on_several_hosts_names_none() -> None:
     )
     got = explain_text(text)
     assert (got.category, got.blame, got.node) == ("user_code", "job", None)
+
+
+# The same job views over a folded node range ("gpu-n[07-08]"): the failure is the job's
+# nodes', and the view does not say which; scontrol's BatchHost is only the first of them.
+RANGES = {
+    "scontrol_node_fail_range": (
+        "JobId=1234 JobName=train\n   JobState=NODE_FAIL Reason=NodeDown Dependency=(null)\n"
+        "   ExitCode=0:0\n   NodeList=gpu-n[07-08]\n   BatchHost=gpu-n07\n"
+    ),
+    "sacct_node_fail_range": (
+        "JobID           JobName  Partition      State ExitCode        NodeList\n"
+        "------------ ---------- ---------- ---------- -------- ---------------\n"
+        "1234              train        gpu  NODE_FAIL      0:0    gpu-n[07-08]\n"
+    ),
+    "squeue_node_fail_range": _squeue([("NF", "gpu-n[07-08]")]),
+}
+
+
+@pytest.mark.parametrize("key", sorted(RANGES))
+def test_a_job_view_over_a_node_range_names_none(key: str) -> None:
+    got = explain_text(RANGES[key])
+    assert (got.category, got.blame, got.node) == ("node", "node", None)
