@@ -11,11 +11,18 @@ Sources:
   for a resource, " = %s\\n" for its value, then a blank line) and `pbsnodes -l` (LISTMRK:
   printf("%-20s %s %s\\n", name, state, comment) for each node marked down or offline);
 - OpenLava (the open-source LSF, towel1980/openlava lsf/cmdtools/bhosts.c, the same in
-  georgemarselis/openlava-macosx @2993b8ed1f66) `bhosts -l` prtHostsLong: printf("%s  %s\\n",
-  "HOST", host), the STATUS ... DISPATCH_WINDOW header, then the status row, then a blank line;
+  georgemarselis/openlava-macosx @2993b8ed1f66) `bhosts` prtHostsShort: the HOST_NAME STATUS
+  JL/U MAX NJOBS RUN SSUSP USUSP RSV header, each host prtWord(18, host) = "%-18.18s " (cut to
+  18 characters; IBM's LSF marks a cut name with a leading "*"), printed whole with -w; and
+  `bhosts -l` prtHostsLong: printf("%s  %s\\n", "HOST", host), the STATUS ... DISPATCH_WINDOW
+  header, then the status row, then a blank line;
 - Grid Engine `qstat -f` (qstat(1) OUTPUT FORMATS, "Full Format"): one row per queue instance,
   "queue@host", the queue type (B, I, P, C, T combined), "used/tot." (6.2 on: "resv/used/tot.")
-  slots, the load average ("-NA-" when none is known), the architecture and the states;
+  slots, the load average ("-NA-" when none is known), the architecture and the states
+  (Grid Engine 6.0 printed the queue name "%-30.30s", so a name of 30 may have been cut);
+- OpenPBS `pbsnodes -aS` (pbsnodes.c prt_node_summary: the vnode's name "%-15.15s", one
+  space, its first state "%-15.15s", ...; -SL prints both whole) below its "vnode state OS
+  hardware host ..." header;
 - LSF's job history (bjobs -l, bhist -l), folded at 80 columns: OpenLava lsbatch/cmd/cmd.misc.c
   (towel1980/openlava @58eb47467ee9) prtLine, WIDTH 80 and BLANKLEN 22, goes on after a newline
   and 21 spaces, mid-word, so a host name can be cut in two ("<lsfworker-interactive-04fa8c" /
@@ -30,8 +37,17 @@ import re
 from correlator.explain.hosts import clean_host, host_in_line
 
 _H = r"(?P<h>[A-Za-z0-9][\w.-]*)"
+# The states each view shows a node out of service in (the words the rules in slurm.json read):
+# only a row or block in one of them gets its host, so a healthy row's host is never one the
+# text names (explain falls back on the one host a text names when a finding has none).
+_PBS_DOWN = frozenset(
+    {"down", "offline", "offline_by_mom", "Stale", "state-unknown", "unresolvable"}
+)
+_LSF_DOWN = frozenset({"unavail", "unreach", "closed_Adm", "closed_LIM"})
+_SGE_DOWN = re.compile(r"^[aACsSdDEcoPu]*[uEd][aACsSdDEcoPu]*$")
 _PBS_NAME = re.compile(r"^" + _H + r"\s*$")
 _PBS_ATTR = re.compile(r"^ {5}\w+(?:\.\w+)? = ")
+_PBS_STATE = re.compile(r"^ {5}state = (?P<s>\S+)\s*$")
 # pbsnodes -l: the name padded to 20 columns, one space, then the state (a comma list holding
 # down or offline, the only nodes -l lists)
 _PBS_LISTED = re.compile(
@@ -39,13 +55,19 @@ _PBS_LISTED = re.compile(
     r"(?:[\w-]+,)*(?:down|offline)(?:,[\w-]+)*(?: |$)"
 )
 _LSF_HOST = re.compile(r"^HOST  " + _H + r"\s*$")
+_LSF_CUT = 18  # bhosts' HOST_NAME width: a name this long may have been cut
+_SGE_CUT = 30
 _SGE_QUEUE = re.compile(
     r"^[\w.-]+@" + _H + r"\s+[BIPCTLN]{1,6}\s+\d+(?:/\d+){1,2}\s+(?:[\d.]+|-NA-)\s+\S+"
-    r"(?:\s+[aACsSdDEcoPu]+)?\s*$"
+    r"\s+(?P<st>[aACsSdDEcoPu]+)\s*$"
 )
-_MARKS = ("     ", "HOST  ", "@", " down", " offline")
+_MARKS = ("     ", "HOST", "@", " down", " offline", "vnode")
 _LSF_STAMP = re.compile(r"^(?:[A-Z][a-z]{2} ){2}[ \d]\d \d\d:\d\d:\d\d(?: \d{4})?: \S")
 _LSF_FOLD = " " * 21
+
+
+def _pbs_down(state: str) -> bool:
+    return any(s in _PBS_DOWN for s in state.split(","))
 
 
 def _lsf_history(lines: list[str], out: list[str | None]) -> None:
@@ -67,30 +89,54 @@ def _lsf_history(lines: list[str], out: list[str | None]) -> None:
         i = end
 
 
-def _pbs_blocks(lines: list[str], out: list[str | None]) -> None:
-    """pbsnodes -a: each attribute line below a node's name line is that node's."""
-    host: str | None = None
-    for i, line in enumerate(lines):
-        m = _PBS_NAME.match(line)
-        if m and i + 1 < len(lines) and _PBS_ATTR.match(lines[i + 1]):
-            host = clean_host(m.group("h"))
-            out[i] = out[i] or host
-        elif host and _PBS_ATTR.match(line):
-            out[i] = out[i] or host
-        else:
-            host = None
+def _blocks(lines: list[str], starts: list[tuple[int, str | None]], out: list[str | None]) -> None:
+    """Each block (its first line, its host) up to the next block or blank line: the host of
+    every line in it, when one of its lines shows the node out of service."""
+    for n, (first, host) in enumerate(starts):
+        last = starts[n + 1][0] if n + 1 < len(starts) else len(lines)
+        block = range(first, last)
+        block = range(first, next((i for i in block if not lines[i].strip()), last))
+        if host and any(_down_line(lines[i]) for i in block):
+            for i in block:
+                out[i] = out[i] or host
 
 
-def _lsf_blocks(lines: list[str], out: list[str | None]) -> None:
-    """bhosts -l: the lines from "HOST  name" to the blank line after its status row."""
-    host: str | None = None
+def _down_line(line: str) -> bool:
+    """A pbsnodes -a state line or a bhosts -l status row in an out-of-service state."""
+    m = _PBS_STATE.match(line)
+    return _pbs_down(m.group("s")) if m else line.split(" ", 1)[0] in _LSF_DOWN
+
+
+def _block_starts(lines: list[str]) -> list[tuple[int, str | None]]:
+    """pbsnodes -a (a node's name line above its attributes) and bhosts -l ("HOST  name")."""
+    starts: list[tuple[int, str | None]] = []
     for i, line in enumerate(lines):
-        m = _LSF_HOST.match(line)
-        if m:
-            host = clean_host(m.group("h"))
-        elif not line.strip():
-            host = None
-        out[i] = out[i] or host
+        pbs = _PBS_NAME.match(line) if i + 1 < len(lines) else None
+        if pbs and _PBS_ATTR.match(lines[i + 1]):
+            starts.append((i, clean_host(pbs.group("h"))))
+        elif lsf := _LSF_HOST.match(line):
+            starts.append((i, clean_host(lsf.group("h"))))
+    return starts
+
+
+def _uncut(host: str | None, width: int) -> str | None:
+    """`host` unless it fills a column that cuts longer names (it may be a cut one)."""
+    return host if host and len(host) < width else None
+
+
+def _tables(lines: list[str], out: list[str | None]) -> None:
+    """bhosts and pbsnodes -aS rows in an out-of-service state: the host in the first column."""
+    table = ""  # the header's first word, while inside a table
+    for i, line in enumerate(lines):
+        cells = line.split()
+        if cells[:2] in (["HOST_NAME", "STATUS"], ["vnode", "state"]):
+            table = cells[0]
+        elif len(cells) < 2:
+            table = ""  # a blank line ends the table
+        elif table == "HOST_NAME" and cells[1] in _LSF_DOWN:
+            out[i] = out[i] or _uncut(clean_host(cells[0]), _LSF_CUT)
+        elif table == "vnode" and _pbs_down(cells[1]):
+            out[i] = out[i] or _uncut(clean_host(cells[0]), 15)
 
 
 def status_hosts(lines: list[str]) -> list[str | None]:
@@ -100,13 +146,14 @@ def status_hosts(lines: list[str]) -> list[str | None]:
     if not any(mark in line for line in lines for mark in _MARKS):
         return out
     _lsf_history(lines, out)
-    _pbs_blocks(lines, out)
-    _lsf_blocks(lines, out)
+    _blocks(lines, _block_starts(lines), out)
+    _tables(lines, out)
     for i, line in enumerate(lines):
         if out[i]:
             continue
-        if m := _SGE_QUEUE.match(line):
-            out[i] = clean_host(m.group("h"))
+        if (m := _SGE_QUEUE.match(line)) and _SGE_DOWN.match(m.group("st")):
+            cut = len(line.split()[0]) >= _SGE_CUT
+            out[i] = None if cut else clean_host(m.group("h"))
         elif _PBS_LISTED.match(line):
             out[i] = clean_host(line.split()[0])
     return out

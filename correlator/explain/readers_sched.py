@@ -372,6 +372,4 @@ def _table_header(line: str) -> _Table | None:
         return _Table(col=-1, least=2)
     if cells[0] == "NODELIST" and "STATE" in cells:  # sinfo -N (-l)
         return _Table(col=0, least=2)
-    if cells[0] == "HOST_NAME" and "STATUS" in cells:  # LSF bhosts (OpenLava prtHostsShort)
-        return _Table(col=0, least=2)
     return None
