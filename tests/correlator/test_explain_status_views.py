@@ -37,6 +37,22 @@ def _pbsnodes_l(rows: list[tuple[str, str, str]]) -> str:
     return "".join(f"{h:<20} {s} {c}\n" for h, s, c in rows)
 
 
+def _pbsnodes_s(rows: list[tuple[str, str, str]]) -> str:
+    # pbsnodes -aS prt_node_summary: "%-15.15s %-15.15s %-8.8s %-8.8s %-15.15s %-10.10s %8.8s
+    # %7.7s %7.7s %7.7s %s" under its header and dashes
+    head = (
+        "vnode           state           OS       hardware host            queue        mem     "
+        "ncpus   nmics   ngpus  comment\n"
+        "--------------- --------------- -------- -------- --------------- ---------- -------- "
+        "------- ------- ------- ---------\n"
+    )
+    return head + "".join(
+        f"{h:<15.15} {s:<15.15} {'--':<8} {'--':<8} {h:<15.15} {'--':<10} {'512gb':>8} "
+        f"{'64':>7} {'0':>7} {'8':>7} {c or '--'}\n"
+        for h, s, c in rows
+    )
+
+
 def _bhosts(rows: list[tuple[str, str]]) -> str:
     # OpenLava bhosts.c prtHostsShort: HOST_NAME (18) STATUS (11, 14 with -w) JL/U MAX NJOBS ...
     head = "HOST_NAME          STATUS       JL/U    MAX  NJOBS    RUN  SSUSP  USUSP    RSV\n"
@@ -119,6 +135,11 @@ def _views(h: str, g: str) -> dict[str, tuple[str, str, tuple[str | None, str]]]
         "pbsnodes_l": (
             _pbsnodes_l([(h, "offline", "Xid 79 on GPU 3")]),
             _pbsnodes_l([(h, "down", comment), (g, "down", comment)]),
+            NODE,
+        ),
+        "pbsnodes_aS_down": (
+            _pbsnodes_s([(OK, "free", ""), (h, "down", comment)]),
+            _pbsnodes_s([(h, "offline", "maintenance"), (g, "down", comment)]),
             NODE,
         ),
         "bhosts_unavail": (
@@ -396,3 +417,43 @@ RANGES = {
 def test_a_job_view_over_a_node_range_names_none(key: str) -> None:
     got = explain_text(RANGES[key])
     assert (got.category, got.blame, got.node) == ("node", "node", None)
+
+
+# A host column that cuts longer names: bhosts' "%-18.18s" (OpenLava; IBM's LSF puts "*" in
+# front of a cut name) and Grid Engine 6.0's "%-30.30s" queue name. A name that fills the column
+# may be a cut one, so it names no node; the verdict stands.
+CUT = {
+    "bhosts_cut_openlava": _bhosts([("gpu-rack07-node012", "unavail"), (OK, "ok")]),
+    "bhosts_cut_ibm": _bhosts([("*ack07-node012.dc1", "unavail"), (OK, "ok")]),
+    "sge_qstat_f_cut": _sge_qstat_f([("gpu-rack07-node0123.dc1x", "-NA-", "au"), (OK, "0.01", "")]),
+}
+
+
+@pytest.mark.parametrize("key", sorted(CUT))
+def test_a_host_name_the_column_may_have_cut_names_none(key: str) -> None:
+    got = explain_text(CUT[key])
+    assert (got.category, got.blame, got.node) == ("node", "node", None)
+
+
+# A healthy view pasted beside a fault that names no host: the view's only host is healthy and
+# is not the fault's (the views read here give a host only to rows out of service).
+_XID = (
+    "[ 2345.678901] NVRM: Xid (PCI:0000:3b:00): 79, pid=1234, name=python, "
+    "GPU has fallen off the bus.\n"
+)
+HEALTHY = {
+    "pbsnodes_a": _pbsnodes_a([("gpu-n07", "free", "")]),
+    "pbsnodes_aS": _pbsnodes_s([("gpu-n07", "job-busy", "")]),
+    "bhosts": _bhosts([("gpu-n07", "ok")]),
+    "bhosts_l": _bhosts_l("gpu-n07", "ok"),
+    "sge_qstat_f": _sge_qstat_f([("gpu-n07", "0.01", "")]),
+    "squeue": _squeue([("R", "gpu-n07")]),
+}
+
+
+@pytest.mark.parametrize("key", sorted(HEALTHY))
+@pytest.mark.parametrize("first", [True, False])
+def test_a_healthy_row_beside_an_unplaced_fault_is_not_named(key: str, first: bool) -> None:
+    view = HEALTHY[key]
+    got = explain_text(view + "\n" + _XID if first else _XID + "\n" + view)
+    assert (got.category, got.blame, got.node) == ("gpu_hardware", "node", None)
