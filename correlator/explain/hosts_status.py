@@ -10,8 +10,8 @@ Sources:
   name alone, printf("%s\\n", bstat->name), then each attribute printf("     %s", name), ".%s"
   for a resource, " = %s\\n" for its value, then a blank line) and `pbsnodes -l` (LISTMRK:
   printf("%-20s %s %s\\n", name, state, comment) for each node marked down or offline);
-- OpenLava (the open-source LSF, towel1980/openlava lsf/cmdtools/bhosts.c, the same in
-  georgemarselis/openlava-macosx @2993b8ed1f66) `bhosts` prtHostsShort: the HOST_NAME STATUS
+- OpenLava (the open-source LSF; georgemarselis/openlava-macosx lsf/cmdtools/bhosts/bhosts.c
+  @2993b8ed1f66) `bhosts` prtHostsShort: the HOST_NAME STATUS
   JL/U MAX NJOBS RUN SSUSP USUSP RSV header, each host prtWord(18, host) = "%-18.18s " (cut to
   18 characters; IBM's LSF marks a cut name with a leading "*"), printed whole with -w; and
   `bhosts -l` prtHostsLong: printf("%s  %s\\n", "HOST", host), the STATUS ... DISPATCH_WINDOW
