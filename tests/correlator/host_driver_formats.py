@@ -31,6 +31,14 @@ from tests.correlator.nic_driver_formats import NET_INFRA, QUIET, Format
 GPU_NODE = ("gpu_hardware", "node")
 NODE = ("node", "node")
 
+# aer.c's uncorrected severities, as 4.20+ (aer_error_severity_string) and older kernels word them
+UNCORRECTED = (
+    "Uncorrectable (Fatal)",
+    "Uncorrectable (Non-Fatal)",
+    "Uncorrected (Fatal)",
+    "Uncorrected (Non-Fatal)",
+)
+
 HOST_FAULTS: list[Format] = [
     # --- PCIe AER on the failing device: its driver's name says what it is ---------------------
     (
@@ -40,12 +48,7 @@ HOST_FAULTS: list[Format] = [
         {
             "bdf": ("0000:3b:00.0", "0000:c1:00.0", "0009:01:00.0"),
             "aer": ("AER: ", ""),
-            "sev": (
-                "Uncorrectable (Fatal)",
-                "Uncorrectable (Non-Fatal)",
-                "Uncorrected (Fatal)",
-                "Uncorrected (Non-Fatal)",
-            ),
+            "sev": UNCORRECTED,
             "type": ("Transaction Layer", "Data Link Layer", "Physical Layer"),
             "agent": ("Receiver ID", "Requester ID", "Completer ID"),
         },
@@ -59,12 +62,7 @@ HOST_FAULTS: list[Format] = [
             "drv": ("mlx5_core", "efa", "bnxt_en", "mlx5_core", "ice"),
             "bdf": ("0000:41:00.0", "0000:a0:1d.0", "0000:c4:00.1"),
             "aer": ("AER: ", ""),
-            "sev": (
-                "Uncorrectable (Fatal)",
-                "Uncorrectable (Non-Fatal)",
-                "Uncorrected (Fatal)",
-                "Uncorrected (Non-Fatal)",
-            ),
+            "sev": UNCORRECTED,
             "type": ("Transaction Layer", "Data Link Layer", "Physical Layer"),
             "agent": ("Receiver ID", "Requester ID", "Completer ID"),
         },
@@ -78,12 +76,7 @@ HOST_FAULTS: list[Format] = [
             "drv": ("nvme", "ahci", "xhci_hcd", "megaraid_sas", "mpt3sas"),
             "bdf": ("0000:5e:00.0", "0000:00:17.0", "0000:01:00.0"),
             "aer": ("AER: ", ""),
-            "sev": (
-                "Uncorrectable (Fatal)",
-                "Uncorrectable (Non-Fatal)",
-                "Uncorrected (Fatal)",
-                "Uncorrected (Non-Fatal)",
-            ),
+            "sev": UNCORRECTED,
             "type": ("Transaction Layer", "Data Link Layer"),
             "agent": ("Receiver ID", "Requester ID"),
         },

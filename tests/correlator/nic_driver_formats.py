@@ -38,6 +38,8 @@ from typing import Any
 import pytest
 
 from tests.correlator.emitter_probe import HOSTS, spread
+from tests.correlator.kernel_formats import CLOCK
+from tests.correlator.kernel_formats import DELIVERIES as KERNEL_DELIVERIES
 
 NET_INFRA = ("interconnect", "infra")
 QUIET = (None, "unknown")
@@ -82,29 +84,14 @@ EFA_CMDS = (("CREATE_QP", 1), ("REG_MR", 6), ("CREATE_CQ", 8), ("CREATE_AH", 3))
 # (key, line prefixes, format, its values, the verdict)
 Format = tuple[str, tuple[str, ...], str, Mapping[str, Sequence[Any]], tuple[str | None, str]]
 
-# (delivery template, whether it names the host): dmesg's "[%5lu.%06lu] ", dmesg -T's ctime,
-# journalctl -k's short format, classic syslog with the kernel's own clock kept, and dmesg typed
-# at a root prompt (the prompt's host is the host whose kernel log it is)
-DELIVERIES = (
-    ("[{up}] ", False),
-    ("[{ctime}] ", False),
-    ("{mon} {dd} {hms} {host} kernel: ", True),
-    ("{mon} {d2} {hms} {host} kernel: [{up}] ", True),
-    ("[root@{host} ~]# dmesg -T | tail -5\n[{ctime}] ", True),
-)
-_CLOCK = {
-    "up": ("   12.345678", " 1234.567890", "98765.000123", "1234567.890123"),
-    "ctime": ("Mon Nov  7 10:11:12 2022", "Tue Mar 12 08:14:02 2024", "Sat Jan  4 23:59:59 2025"),
-    "mon": ("Nov", "Mar", "Jan"),
-    "dd": ("07", "12", "04"),
-    "d2": (" 7", "12", " 4"),
-    "hms": ("10:11:12", "08:14:02", "23:59:59"),
-}
+# kernel_formats' deliveries, and dmesg typed at a root prompt (the prompt's host is the host
+# whose kernel log it is)
+DELIVERIES = (*KERNEL_DELIVERIES, ("[root@{host} ~]# dmesg -T | tail -5\n[{ctime}] ", True))
 
 
 def block(lines: Sequence[str], i: int, delivery: str) -> str:
     """`lines` behind one delivery; a prompt delivery types dmesg once, before them all."""
-    clock = {k: v[i % len(v)] for k, v in _CLOCK.items()}
+    clock = {k: v[i % len(v)] for k, v in CLOCK.items()}
     host = HOSTS[i % len(HOSTS)]
     head, sep, each = delivery.rpartition("\n")
     first = (head + sep).format(host=host, **clock)

@@ -15,7 +15,7 @@ import pytest
 
 from correlator.explain import explain_text
 from tests.correlator.emitter_probe import HOSTS, spread
-from tests.correlator.kernel_formats import FORMATS, NOTHING
+from tests.correlator.kernel_formats import CLOCK, DELIVERIES, FORMATS, NOTHING
 
 # Healthy lines that mention the same words, and corrected AER (the existing weak reading)
 HEALTHY: list[tuple[str, str]] = [
@@ -55,26 +55,8 @@ CORRECTED_AER = [
 ]
 
 
-# (delivery template, whether it names the host): dmesg's "[%5lu.%06lu] ", dmesg -T's ctime,
-# journalctl -k's short format, classic syslog (rsyslog) with the kernel's own clock kept
-DELIVERIES = (
-    ("[{up}] ", False),
-    ("[{ctime}] ", False),
-    ("{mon} {dd} {hms} {host} kernel: ", True),
-    ("{mon} {d2} {hms} {host} kernel: [{up}] ", True),
-)
-_CLOCK = {
-    "up": ("   12.345678", " 1234.567890", "98765.000123", "1234567.890123"),
-    "ctime": ("Mon Nov  7 10:11:12 2022", "Tue Mar 12 08:14:02 2024", "Sat Jan  4 23:59:59 2025"),
-    "mon": ("Nov", "Mar", "Jan"),
-    "dd": ("07", "12", "04"),
-    "d2": (" 7", "12", " 4"),
-    "hms": ("10:11:12", "08:14:02", "23:59:59"),
-}
-
-
 def _deliver(line: str, i: int, delivery: str) -> str:
-    clock = {k: v[i % len(v)] for k, v in _CLOCK.items()}
+    clock = {k: v[i % len(v)] for k, v in CLOCK.items()}
     return delivery.format(host=HOSTS[i % len(HOSTS)], **clock) + line + "\n"
 
 
