@@ -82,3 +82,7 @@ VALIDATION_21_SHA256 = "67455c50ea298b42258d5efefefcf076d4de64fcb2b7015fc90f5a6b
 # of the 10 sorted new sources after random.Random(44).shuffle, drawn before any rule of round
 # twenty-seven and scored once with the rules of 5e02cda): never move a case in or out.
 VALIDATION_22_SHA256 = "f8bec6871d0bce8eb736094a019e5914d7ce71bbd5e4dfadf852e35ff003c671"
+# sha256 of the sorted validation_23 sources (round twenty-eight's held-out split: the first half
+# of the 10 sorted new sources after random.Random(46).shuffle, drawn before any rule of round
+# twenty-eight and scored once with the rules of 7f1532b): never move a case in or out.
+VALIDATION_23_SHA256 = "2b4f3f02411a9e925dd0381011a6759ee1c867aa54ab6504ba5dbcd851c63d0c"
