@@ -117,13 +117,16 @@ def _as_named(peer: str, text_hosts: list[str]) -> str:
 def node_of(
     conclusion: Conclusion, text_hosts: list[str], addresses: dict[str, str] | None = None
 ) -> str | None:
-    """The culprit host: the peer the evidence names, else the one host whose own lines show
-    the fault, else the one host the whole text names; never a host that only printed a
-    timeout or a peer's failure (None when the text does not settle it). `addresses` maps an
-    address to the host that the text shows owns it (hosts.own_addresses)."""
+    """The culprit host: the peer the evidence names (none when a node or GPU fault names
+    several), else the one host whose own lines show the fault, else the one host the whole
+    text names; never a host that only printed a timeout or a peer's failure (None when the
+    text does not settle it). `addresses` maps an address to the host that the text shows owns
+    it (hosts.own_addresses)."""
     named = [f for f in conclusion.support if f.verdict.culprit]
     if named:
         links = first_links(named, distinct(text_hosts), addresses or {})
+        if _independent_nodes(conclusion.verdict, links):
+            return None
         peer = most_named([p for p, _ in links]) or first_named(links)
         return _as_named(peer, distinct(text_hosts)) if peer else None
     own = [f for f in conclusion.support if f.verdict.at_printer]
@@ -139,6 +142,19 @@ def node_of(
         return first_in_time(own, conclusion.verdict)
     others = distinct(text_hosts)
     return others[0] if len(others) == 1 else None
+
+
+# Verdicts whose named nodes each show their own fault: slurmctld setting several nodes DOWN
+# (ping_nodes.c "Nodes %s not responding, setting DOWN"), several NotReady or failed nodes. They
+# are independent faults, not a cascade in which the surviving ranks all name the one rank that
+# went first, so how often each node is named settles nothing.
+_INDEPENDENT = {Category.NODE, Category.GPU_HARDWARE}
+
+
+def _independent_nodes(verdict: Verdict, links: list[tuple[str, Finding]]) -> bool:
+    """True when a node or GPU fault names more than one node: several nodes showing the fault
+    settle no culprit (the corpus policy), whichever is named most or first."""
+    return verdict.category in _INDEPENDENT and len({p.lower() for p, _ in links}) > 1
 
 
 def first_links(

@@ -107,21 +107,13 @@ ROUND26_OPEN: dict[str, str] = {}
 # dcgmi dmon's XIDER column) are covered by slurm.json's slurmd_gres_conf_fatal and the per-GPU
 # field readers, read from the emitters' formats (tests/correlator/test_rules_emitters_round27.py).
 ROUND27_OPEN: dict[str, str] = {}
-# Round twenty-eight's new training cases that the rules of 7f1532b get wrong, each with the
-# reason (strict, as ROUND27_OPEN was).
-ROUND28_OPEN: dict[str, str] = {
-    "826_slurmctld-nodes-c001-c002-not-responding-setting-down.txt": (
-        "slurmctld sets two nodes DOWN (`error: Nodes c001 not responding, setting DOWN`, then "
-        "the same for c002): explain reads node/node but names c002, one of two nodes the log "
-        "sets DOWN; the corpus names no node when a log takes several nodes down alike"
-    ),
-    "828_minikube-kubelet-failed-to-admit-pod-diskpressure.txt": (
-        "kubelet's `eviction_manager.go:159] Failed to admit pod ... - node has conditions: "
-        "[DiskPressure]` in the journal of minikube is recognised by no rule (nothing "
-        "recognised); the corpus reads a node refusing pods for its own disk pressure as "
-        "node/node on the syslog host"
-    ),
-}
+# Round twenty-eight's new training cases that the rules of 7f1532b got wrong (826, slurmctld
+# setting two nodes DOWN, where explain named the one named more often; 828, the kubelet's
+# 'Failed to admit pod ... node has conditions: [DiskPressure]') are covered by the node-of rule
+# for independent node faults (correlator/explain/reasoning.py) and the kubelet's admit-refusal
+# lines in kubelet.json, read from the emitters' formats
+# (tests/correlator/test_rules_emitters_round28.py).
+ROUND28_OPEN: dict[str, str] = {}
 # every round's open training misses with their reasons: the metamorphic tests leave them out
 OPEN_ROUNDS = {
     **{f: "round twelve: written before the rules that cover it" for f in ROUND12_OPEN},
