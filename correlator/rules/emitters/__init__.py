@@ -138,6 +138,8 @@ FAMILY_FILES = (
     "node_problem_detector.json",
     "kubelet.json",
     "kubeflow.json",
+    # ParallelCluster's clustermgtd sets Slurm reasons of its own: before slurm.json's reason line
+    "parallelcluster.json",
     # pyxis before slurm.json: its container-start errors come through slurmstepd's error lines
     "pyxis.json",
     "slurm.json",
