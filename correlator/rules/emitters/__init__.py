@@ -101,6 +101,8 @@ FAMILY_FILES = (
     # NVSentinel's health events name their check, which decides over the mnemonic they quote
     "nvsentinel.json",
     "dcgm.json",
+    # the EKS agent's messages quote DCGM's findings: after dcgm.json, whose texts are surer
+    "eks_node_monitoring.json",
     "nvidia_smi.json",
     "device_plugin.json",
     # after the device plugin's nvidia-container-cli texts, which apptainer quotes; before
