@@ -139,6 +139,7 @@ FAMILY_FILES = (
     "volcano.json",
     "node_problem_detector.json",
     "kubelet.json",
+    "karpenter.json",
     "kubeflow.json",
     # ParallelCluster's clustermgtd sets Slurm reasons of its own: before slurm.json's reason line
     "parallelcluster.json",
