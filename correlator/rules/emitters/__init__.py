@@ -135,6 +135,9 @@ FAMILY_FILES = (
     "os_errors.json",
     # vLLM's wrappers quote the cause's text (CUDA, NCCL, torch): after those families
     "vllm.json",
+    # Composer's auto-microbatching warning quotes "CUDA out of memory": an emitter rule, so
+    # read before patterns_job's out-of-memory rule
+    "composer.json",
     "kube_scheduler.json",
     "volcano.json",
     "node_problem_detector.json",
