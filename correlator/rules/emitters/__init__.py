@@ -138,6 +138,8 @@ FAMILY_FILES = (
     # Composer's auto-microbatching warning quotes "CUDA out of memory": an emitter rule, so
     # read before patterns_job's out-of-memory rule
     "composer.json",
+    # torchft's wrappers quote the error they caught: after the families that read it
+    "resiliency.json",
     "kube_scheduler.json",
     "volcano.json",
     "node_problem_detector.json",
