@@ -10,6 +10,11 @@ Read from the emitters' sources:
   "[time] [LEVEL] [RankMonServer{pid}@{host}:{rank}] " prefix; the initial release @d815452a6a4c
   printed the heartbeat lines without "[Cycle N] ") and ptl_resiliency/straggler_det_callback.py
   (the "STRAGGLER DETECTION WARNING" lines, a performance report);
+- nvidia-resiliency-ext shared_utils/health_check.py and inprocess/health_check.py, same commit
+  (NVML's GPU recovery action as "GPU {i}: Requires a reset to recover. ..." and its kin, the
+  link_downed counter's "GPU r NIC/IB nic link down counter has been incremented: a -> b ",
+  HealthCheckError "GPU health check failed" / "NIC health check failed - link down
+  detected"): the GPU or link of the host that logged it;
 - torchft, pytorch/torchft torchft/manager.py @73dafea42211 ("[replica/rank - step N]" prefix;
   "should_commit failed N times consecutively, exceeding max_retries=M", raised as RuntimeError
   after the errors it reported; "got exception in all reduce -- skipping remaining: {e}");
@@ -31,6 +36,7 @@ from correlator.explain import explain_text
 from tests.correlator.emitter_probe import HOSTS, Fmt, check, params
 
 NVRX = "NVIDIA/nvidia-resiliency-ext fault_tolerance/rank_monitor_server.py@d8686d9c70"
+HEALTH = "NVIDIA/nvidia-resiliency-ext shared_utils/health_check.py@d8686d9c70"
 NVRX_OLD = "NVIDIA/nvidia-resiliency-ext fault_tolerance/rank_monitor_server.py@d815452a6a"
 STRAG = "NVIDIA/nvidia-resiliency-ext ptl_resiliency/straggler_det_callback.py@d8686d9c70"
 TORCHFT = "pytorch/torchft torchft/manager.py@73dafea422"
@@ -38,6 +44,13 @@ MCORE = "NVIDIA/Megatron-LM megatron/core/utils.py@d98e8a64dd"
 MFSDP = "NVIDIA/Megatron-LM megatron_fsdp/param_and_grad_buffer.py@d98e8a64dd"
 
 HANG = ("nccl_timeout_unknown", "unknown")
+GPU = ("gpu_hardware", "node")
+LINK = ("interconnect", "infra")
+# syslog's "time host ident[pid]: " as journald or rsyslog keep the rank's stderr
+_SYSLOG = (
+    "Mar  1 10:00:00 {host} python[{pid}]: ",
+    "2025-03-01T10:00:00.123456+00:00 {host} python3[{pid}]: ",
+)
 NONE = (None, "unknown")
 # the rank monitor's logger format, with and without a connected rank
 _RM = (
@@ -156,6 +169,67 @@ FORMATS = (
         NONE,
     ),
     Fmt(
+        "nvrx-gpu-recovery-action",
+        HEALTH,
+        "GPU {i}: {action}\n",
+        {
+            "i": (0, 3, 7),
+            "action": (
+                "Requires a reset to recover. Terminate GPU processes and reset the GPU.",
+                "Requires a node reboot to recover. Reboot the system.",
+                "Requires peer-to-peer traffic to be drained. Terminate related processes.",
+                "Operating at reduced capacity. Drain existing work and reset the GPU.",
+            ),
+            "host": HOSTS,
+            "pid": (1234, 88),
+        },
+        GPU,
+        culprit="host",
+        prefixes=_SYSLOG,
+    ),
+    Fmt(
+        "nvrx-gpu-health-check-error",
+        HEALTH,
+        "nvidia_resiliency_ext.inprocess.exception.HealthCheckError: GPU health check failed\n",
+        {"host": HOSTS[:3], "pid": (1234,)},
+        GPU,
+        culprit="host",
+        prefixes=_SYSLOG,
+    ),
+    Fmt(
+        "nvrx-nic-link-down",
+        HEALTH,
+        "{line}\n",
+        {
+            "line": (
+                "GPU 2 NIC/IB mlx5_2 link down counter has been incremented: 0 -> 1 ",
+                "GPU 5 NIC/IB bnxt_re3 link down counter has been incremented: 4 -> 6 ",
+                "nvidia_resiliency_ext.inprocess.exception.HealthCheckError: NIC health check "
+                "failed - link down detected",
+            ),
+            "host": HOSTS,
+            "pid": (1234, 88),
+        },
+        LINK,
+        culprit="host",
+        prefixes=_SYSLOG,
+    ),
+    # the checks' own notices when they cannot check: nothing failed
+    Fmt(
+        "nvrx-health-notice",
+        HEALTH,
+        "{line}\n",
+        {
+            "line": (
+                "NIC/IB: mlx5_0 link_downed_path not exists: "
+                "/sys/class/infiniband/mlx5_0/ports/1/counters/link_downed",
+                "GPU Health checks are disabled because pynvml is not available.",
+                "Failed to import pynvml. Nic health checks disabled.",
+            )
+        },
+        NONE,
+    ),
+    Fmt(
         "megatron-fsdp-nan",
         MFSDP,
         "ValueError: [Megatron-FSDP](check_for_nan_in_grad=True) Detected NaN or Inf in wgrad: "
@@ -167,11 +241,12 @@ FORMATS = (
 
 
 @pytest.mark.parametrize(("f", "text", "node"), params(FORMATS))
-def test_a_resiliency_line_reads_as_its_source_documents_and_names_no_node(
+def test_a_resiliency_line_reads_as_its_source_documents_and_names_only_its_hosts_fault(
     f: Fmt, text: str, node: str | None
 ) -> None:
     check(f, text, node)
-    assert explain_text(text).node is None, (f.source, text)
+    if f.culprit is None:
+        assert explain_text(text).node is None, (f.source, text)
 
 
 _HB = (
@@ -187,6 +262,15 @@ _KILLED = (
 def test_the_rank_monitors_sigkill_after_a_missed_heartbeat_reads_as_the_hang() -> None:
     got = explain_text(_HB + _KILLED)
     assert (got.category, got.blame, got.node) == (*HANG, None)
+
+
+def test_a_gpu_needing_a_reset_outranks_the_hang_it_caused_and_names_its_host() -> None:
+    reset = (
+        "Mar  1 10:00:00 gpu-b-03 python[77]: GPU 1: Requires a reset to recover. Terminate GPU "
+        "processes and reset the GPU.\n"
+    )
+    got = explain_text(reset + _HB + _KILLED)
+    assert (got.category, got.blame, got.node) == (*GPU, "gpu-b-03")
 
 
 XID = "NVRM: Xid (PCI:0000:3b:00): 79, pid=1234, name=python, GPU has fallen off the bus.\n"
