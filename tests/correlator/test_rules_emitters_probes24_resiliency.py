@@ -22,6 +22,9 @@ Read from the emitters' sources:
   per-interval "MnRtt/Rnk: ... | MxTmp/Rnk: ..." report) and
   megatron/core/distributed/fsdp/src/megatron_fsdp/param_and_grad_buffer.py ("[Megatron-FSDP]
   (check_for_nan_in_grad=True) Detected NaN or Inf in wgrad: ...", a ValueError).
+- torchtitan, pytorch/torchtitan torchtitan/components/metrics.py @b5bcd76c66d0 (get_peak_stats's
+  warnings "{n} CUDA memory allocation retries." and "{n} CUDA OOM errors thrown.", logged at a
+  step's metrics, so training went on; the step line itself).
 Labels by the corpus policy: a hang detector with no other cause is nccl_timeout_unknown/unknown
 and names no node (never the host that printed it); the SIGKILL its monitor sends is the
 hang's consequence; wrappers never outrank a cause; reports of progress read as nothing.
@@ -41,6 +44,7 @@ NVRX_OLD = "NVIDIA/nvidia-resiliency-ext fault_tolerance/rank_monitor_server.py@
 STRAG = "NVIDIA/nvidia-resiliency-ext ptl_resiliency/straggler_det_callback.py@d8686d9c70"
 TORCHFT = "pytorch/torchft torchft/manager.py@73dafea422"
 MCORE = "NVIDIA/Megatron-LM megatron/core/utils.py@d98e8a64dd"
+TITAN = "pytorch/torchtitan torchtitan/components/metrics.py@b5bcd76c66"
 MFSDP = "NVIDIA/Megatron-LM megatron_fsdp/param_and_grad_buffer.py@d98e8a64dd"
 
 HANG = ("nccl_timeout_unknown", "unknown")
@@ -226,6 +230,22 @@ FORMATS = (
                 "GPU Health checks are disabled because pynvml is not available.",
                 "Failed to import pynvml. Nic health checks disabled.",
             )
+        },
+        NONE,
+    ),
+    # torchtitan's memory notices at a step's metrics: the run went on past them
+    Fmt(
+        "torchtitan-memory-notices",
+        TITAN,
+        "{prefix2}[titan] 2025-03-01 10:00:00,123 - root - {line}\n",
+        {
+            "prefix2": ("", "[rank0]:", "[rank7]:"),
+            "line": (
+                "WARNING - 12 CUDA memory allocation retries.",
+                "WARNING - 2 CUDA OOM errors thrown.",
+                "INFO - step: 10  loss:  7.9211  grad_norm:  1.2100  memory: 61.02GiB(77.14%)  "
+                "tps: 6,122  tflops: 354.63  mfu: 35.86%",
+            ),
         },
         NONE,
     ),
