@@ -66,9 +66,11 @@ measured before round twenty-five changed any rule (benchmarks/explain_round24.j
 twenty-six's new cases, measured before round twenty-six changed any rule
 (benchmarks/explain_round25.json), "round26": the figures the rules of main at 5e02cda scored
 on every split of the corpus with round twenty-seven's new cases, measured before round
-twenty-seven changed any rule (benchmarks/explain_round26.json), and "round27": the figures the
+twenty-seven changed any rule (benchmarks/explain_round26.json), "round27": the figures the
 rules of main at 7f1532b scored on every split of the corpus with round twenty-eight's new cases,
-measured before round twenty-eight changed any rule (benchmarks/explain_round27.json).
+measured before round twenty-eight changed any rule (benchmarks/explain_round27.json), and
+"round28": the figures the rules of main at b710e09 scored on every split of the corpus,
+measured before round twenty-nine changed any rule (benchmarks/explain_round28.json).
 "validation_3": a second held-out split gathered in round three from sources no other case
 uses, labelled and scored with round two's rules before any rule of round three was written;
 "validation_4": a third one, gathered in round eight from sources no other case uses, labelled
@@ -141,7 +143,7 @@ _HERE = Path(__file__).resolve().parent
 # key "roundN" reads benchmarks/explain_roundN.json.
 _FROZEN = (
     ("before", _HERE / "explain_before.json"),
-    *((f"round{i}", _HERE / f"explain_round{i}.json") for i in (1, 2, 3, 4, 5, *range(7, 28))),
+    *((f"round{i}", _HERE / f"explain_round{i}.json") for i in (1, 2, 3, 4, 5, *range(7, 29))),
 )
 # the held-out splits in the order they were drawn (there is no validation_2: the second one,
 # gathered in round three, is validation_3)
