@@ -86,3 +86,7 @@ VALIDATION_22_SHA256 = "f8bec6871d0bce8eb736094a019e5914d7ce71bbd5e4dfadf852e35f
 # of the 10 sorted new sources after random.Random(46).shuffle, drawn before any rule of round
 # twenty-eight and scored once with the rules of 7f1532b): never move a case in or out.
 VALIDATION_23_SHA256 = "2b4f3f02411a9e925dd0381011a6759ee1c867aa54ab6504ba5dbcd851c63d0c"
+# sha256 of the sorted validation_24 sources (round twenty-nine's held-out split: the first half
+# of the 10 sorted new sources after random.Random(48).shuffle, drawn before any rule of round
+# twenty-nine and scored once with the rules of b710e09): never move a case in or out.
+VALIDATION_24_SHA256 = "c7b59cff023e8a4a2dfa2baa5797a99923af3ddea66fb90f502dbee578e9e128"
