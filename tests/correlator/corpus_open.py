@@ -115,7 +115,9 @@ ROUND27_OPEN: dict[str, str] = {}
 # (tests/correlator/test_rules_emitters_round28.py).
 ROUND28_OPEN: dict[str, str] = {}
 # Round twenty-nine's new training cases that the rules of b710e09 get wrong, each with the
-# reason (strict, as ROUND28_OPEN was).
+# reason (strict, as ROUND28_OPEN was). 838, TORQUE's 'unable to run job, send to MOM ... failed'
+# and 'MOM rejected/timeout', is covered by slurm.json's torque_server_mom_unreachable, read from
+# the emitter's source (tests/correlator/test_rules_emitters_round29.py).
 ROUND29_OPEN: dict[str, str] = {
     "836_errol-edac-ce-dimm-machine-check-events.txt": (
         "the kernel of errol logs `mce: [Hardware Error]: Machine check events logged` and "
@@ -127,12 +129,6 @@ ROUND29_OPEN: dict[str, str] = {
         "NHC's `Found XID errors: 63` with `Check check_xid_errors returned 1`: explain reads a "
         "failed node health check (node/node) and not the Xid it names; the corpus reads Xid 63 "
         "(a row-remapping event, the catalog's hardware bucket) as gpu_hardware/node"
-    ),
-    "838_pbs-tracejob-send-to-mom-failed-two-moms.txt": (
-        "PBS tracejob's `unable to run job, MOM rejected/timeout` and `unable to run job, send to "
-        "MOM '11.11.11.2' failed` (then '11.11.11.3', in turn) are recognised by no rule "
-        "(nothing recognised); the corpus reads the server failing to reach two execution nodes' "
-        "MOMs as node/node with no node singled out"
     ),
 }
 # every round's open training misses with their reasons: the metamorphic tests leave them out
