@@ -338,12 +338,15 @@ def read_delivered(text: str) -> tuple[list[Event], list[str], Delivered]:
     keys = [p or d for p, d in zip(found, delivered.hosts, strict=True)]
     parsed = _verbatim(_parsed_by_stream(rest, keys), verbatim)
     covered = {raw.strip() for ev in parsed for raw in (ev.raw or "").splitlines()}
+    # a Hydra termination block is about its RUNNING AT node, also where syslog or the journal
+    # logged it on another host
+    hydra = hydra_block_hosts(lines)
     # a table row's or describe block's host, else the Cloud Logging record's (or journal
     # entry's) the line is in, else the node a shell session shows (hostname's output, ssh's)
     context = [
         c or e or clean_host(o)
         for c, e, o in zip(
-            context_hosts(lines, prefixed=found),
+            context_hosts(lines, prefixed=found, hydra=hydra),
             logentry_hosts(lines),
             session_hosts(lines),
             strict=True,
@@ -363,9 +366,7 @@ def read_delivered(text: str) -> tuple[list[Event], list[str], Delivered]:
     joined, verbatim = (bare, verbatim) if source is lines else joined_rests(lines)
     fallback = _fallback(joined, skip, hints, None if source is lines else bare)
     events = structured.events + parsed + _verbatim(fallback, verbatim)
-    # a Hydra termination block is about its RUNNING AT node, also where syslog or the journal
-    # logged it on another host
-    _attach_hosts(events, (bare, lines), hints, hydra_block_hosts(lines))
+    _attach_hosts(events, (bare, lines), hints, hydra)
     _labelled(events, delivered.labels)
     hosts = [h for i, ln in enumerate(lines) if (h := named[i] or host_in_line(ln))]
     return events, hosts, delivered

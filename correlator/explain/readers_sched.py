@@ -275,10 +275,14 @@ class _Table:
 
 
 def context_hosts(
-    lines: list[str], *, prefixed: list[str | None] | None = None
+    lines: list[str],
+    *,
+    prefixed: list[str | None] | None = None,
+    hydra: list[str | None] | None = None,
 ) -> list[str | None]:
     """For each line, the host its table row or `kubectl describe node` block is about;
-    `prefixed`: prefix_hosts(lines), when the caller has it already."""
+    `prefixed`: prefix_hosts(lines), `hydra`: hydra_block_hosts(lines), when the caller has
+    them already."""
     hints: list[str | None] = [None] * len(lines)
     table: _Table | None = None
     block: str | None = None
@@ -304,7 +308,7 @@ def context_hosts(
             hints[i] = _row_host(table, line)
             continue
         hints[i] = pod_row_host(line) or block
-    for i, host in enumerate(hydra_block_hosts(lines)):
+    for i, host in enumerate(hydra_block_hosts(lines) if hydra is None else hydra):
         hints[i] = hints[i] or host
     for i, host in enumerate(status_hosts(lines)):
         hints[i] = hints[i] or host
