@@ -15,15 +15,8 @@ from __future__ import annotations
 import pytest
 
 from correlator.explain import explain_text
+from tests.correlator.test_explain_prompt_views import ECC, PROMPTS
 
-ECC = "RuntimeError: CUDA error: uncorrectable ECC error encountered"
-PROMPTS = {
-    "bash_rhel": "[alice@{h} ~]$ ",
-    "bash_debian": "alice@{h}:~/runs$ ",
-    "root": "[root@{h} ~]# ",
-    "zsh": "{h}% ",
-    "fish": "alice@{h} ~/runs> ",
-}
 LOCAL = (
     "mpirun -n 4 ./train",
     "mpirun -np 8 --bind-to core python train.py",
