@@ -69,10 +69,12 @@ twenty-six's new cases, measured before round twenty-six changed any rule
 on every split of the corpus with round twenty-seven's new cases, measured before round
 twenty-seven changed any rule (benchmarks/explain_round26.json), "round27": the figures the
 rules of main at 7f1532b scored on every split of the corpus with round twenty-eight's new cases,
-measured before round twenty-eight changed any rule (benchmarks/explain_round27.json), and
+measured before round twenty-eight changed any rule (benchmarks/explain_round27.json),
 "round28": the figures the rules of main at b710e09 scored on every split of the corpus with
 round twenty-nine's new cases, measured before round twenty-nine changed any rule
-(benchmarks/explain_round28.json).
+(benchmarks/explain_round28.json), and "round29": the figures the rules of main at 2f7f3d3
+scored on every split of the corpus, measured before round thirty changed any rule
+(benchmarks/explain_round29.json).
 "validation_3": a second held-out split gathered in round three from sources no other case
 uses, labelled and scored with round two's rules before any rule of round three was written;
 "validation_4": a third one, gathered in round eight from sources no other case uses, labelled
@@ -147,7 +149,7 @@ _HERE = Path(__file__).resolve().parent
 # key "roundN" reads benchmarks/explain_roundN.json.
 _FROZEN = (
     ("before", _HERE / "explain_before.json"),
-    *((f"round{i}", _HERE / f"explain_round{i}.json") for i in (1, 2, 3, 4, 5, *range(7, 29))),
+    *((f"round{i}", _HERE / f"explain_round{i}.json") for i in (1, 2, 3, 4, 5, *range(7, 30))),
 )
 # the held-out splits in the order they were drawn (there is no validation_2: the second one,
 # gathered in round three, is validation_3)
