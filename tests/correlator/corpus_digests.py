@@ -90,3 +90,7 @@ VALIDATION_23_SHA256 = "2b4f3f02411a9e925dd0381011a6759ee1c867aa54ab6504ba5dbcd8
 # of the 10 sorted new sources after random.Random(48).shuffle, drawn before any rule of round
 # twenty-nine and scored once with the rules of b710e09): never move a case in or out.
 VALIDATION_24_SHA256 = "c7b59cff023e8a4a2dfa2baa5797a99923af3ddea66fb90f502dbee578e9e128"
+# sha256 of the sorted validation_25 sources (round thirty's held-out split: the first half of
+# the 10 sorted new sources after random.Random(50).shuffle, drawn before any rule of round
+# thirty and scored once with the rules of 2f7f3d3): never move a case in or out.
+VALIDATION_25_SHA256 = "47fe61c846dadfdc92d51417a43869d8a79ee14bde22e5960f8239528fee703a"
