@@ -23,6 +23,7 @@ from correlator.explain.hosts_blocks import block_hosts, hydra_block_hosts
 from correlator.explain.hosts_fields import session_hosts
 from correlator.explain.hosts_records import logentry_hosts
 from correlator.explain.readers_dcgm import read_dcgm_metrics
+from correlator.explain.readers_edac import read_edac_ce
 from correlator.explain.readers_gpu import (
     ReadResult,
     _event,
@@ -65,6 +66,7 @@ def _structured(text: str, lines: list[str]) -> ReadResult:
         lambda: read_k8s_node_gpus(lines),
         lambda: read_operator_pod(lines),
         lambda: read_ibstat(lines),
+        lambda: read_edac_ce(lines),
     ]
     for reader in readers:
         try:

@@ -117,14 +117,11 @@ ROUND28_OPEN: dict[str, str] = {}
 # Round twenty-nine's new training cases that the rules of b710e09 get wrong, each with the
 # reason (strict, as ROUND28_OPEN was). 838, TORQUE's 'unable to run job, send to MOM ... failed'
 # and 'MOM rejected/timeout', is covered by slurm.json's torque_server_mom_unreachable, read from
-# the emitter's source (tests/correlator/test_rules_emitters_round29.py).
+# the emitter's source (tests/correlator/test_rules_emitters_round29.py). 836, a host's EDAC
+# corrected-error lines on one DIMM, is covered by readers_edac.py's count against mcelog's
+# per-DIMM trigger (10 corrected errors in 24 h), read from mcelog's and the kernel's sources
+# (tests/correlator/test_explain_edac_ce.py).
 ROUND29_OPEN: dict[str, str] = {
-    "836_errol-edac-ce-dimm-machine-check-events.txt": (
-        "the kernel of errol logs `mce: [Hardware Error]: Machine check events logged` and "
-        "repeated `EDAC MC0: N CE error on CPU#0Channel#2_DIMM#0 (...)`: explain reads node on "
-        "errol but keeps blame unknown; the corpus reads the host's memory reporting errors as "
-        "node/node on the syslog host"
-    ),
     "837_nhc-check-xid-errors-xid-63.txt": (
         "NHC's `Found XID errors: 63` with `Check check_xid_errors returned 1`: explain reads a "
         "failed node health check (node/node) and not the Xid it names; the corpus reads Xid 63 "
