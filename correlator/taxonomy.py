@@ -47,3 +47,6 @@ class Verdict:
     # A peer the line names while the host that logged it stays the suspect (an InfiniBand
     # completion error): several hosts naming the same one peer point at that peer instead.
     peer_named: str | None = None
+    # A check's failure that names no cause (NHC's "Check X returned N"): a recognised fault the
+    # text shows beside it is its cause (rules/checks.py, explain/reasoning.py).
+    cause_unstated: bool = False

@@ -8,6 +8,7 @@ from dataclasses import dataclass, replace
 from collector.parse.joblog import leading_ts
 from correlator.explain.hosts import distinct
 from correlator.rules import caused_by, classify_event
+from correlator.rules.checks import shows_fault, with_cause
 from correlator.rules.signals import decode
 from correlator.taxonomy import Category, Verdict
 from timeline.models import Event, EventKind
@@ -49,6 +50,7 @@ def conclude(found: list[Finding]) -> Conclusion | None:
     found = meaningful or found
     if not found:
         return None
+    found = causes_beside_checks(found)
     best = max(found, key=_rank)
     best = crash_behind_timeouts(best, found)
     key = (best.verdict.category, best.verdict.blame)
@@ -63,6 +65,36 @@ def conclude(found: list[Finding]) -> Conclusion | None:
     verdict = replace(best.verdict, confidence=round(confidence, 2))
     ordered = sorted(support, key=lambda f: -_rank(f)[2])
     return Conclusion(verdict=verdict, support=ordered, others=others)
+
+
+def _beside(a: Event, b: Event) -> bool:
+    """True when two lines may be one node's: the same host, or a host that is not shown."""
+    return not a.node or not b.node or a.node.lower() == b.node.lower()
+
+
+def causes_beside_checks(found: list[Finding]) -> list[Finding]:
+    """A check failure that names no cause (NHC's "Check X returned N", rules/checks.py) is
+    read as the recognised fault the text shows beside it on the same node (the check's own
+    output, printed before it fails): the strongest such fault gives the category, the node
+    keeps the blame, and the fault's lines count as strongly as the check's. A check with no
+    such fault beside it keeps its own verdict."""
+    out = list(found)
+    faults = [f for f in found if shows_fault(f.verdict)]
+    for i, check in enumerate(found):
+        if not check.verdict.cause_unstated:
+            continue
+        near = [f for f in faults if _beside(f.event, check.event)]
+        if not near:
+            continue
+        fault = max(near, key=_rank).verdict
+        told = with_cause(check.verdict, fault, "beside")
+        out[i] = Finding(check.event, told)
+        shown = {id(f) for f in near if f.verdict.category is fault.category}
+        for j, f in enumerate(found):
+            if id(f) in shown:
+                raised = max(out[j].verdict.priority, told.priority)
+                out[j] = Finding(f.event, replace(f.verdict, blame=told.blame, priority=raised))
+    return out
 
 
 # Signals that end a rank without the collective's own abort: a crash (SIGSEGV, SIGBUS, SIGFPE,

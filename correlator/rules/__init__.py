@@ -7,7 +7,7 @@ only cross-event helper here is the repeated user-fault check for Xid 13/31/43.
 from __future__ import annotations
 
 from collector.parse.transcribe import transcribed
-from correlator.rules import signals
+from correlator.rules import checks, signals
 from correlator.rules.patterns import PATTERNS, PatternRule, could_match
 from correlator.rules.xid import (
     CATALOG_SOURCE,
@@ -236,15 +236,32 @@ def first_rule(
 ) -> tuple[PatternRule, Verdict] | None:
     """The first pattern rule matching `text` (restricted by kind) and its verdict, or None;
     `fallbacks=False` leaves out the families' catch-alls. The rules read the text as printed:
-    a copied log's smart quotes, HTML entities and markdown are undone first (transcribe.py)."""
+    a copied log's smart quotes, HTML entities and markdown are undone first (transcribe.py).
+    A health check's failure or a drain (an `outcome` rule) gives the fault its message names,
+    read by the other rules (checks.py)."""
     text = transcribed(text)
     lower = text.lower()
     if not could_match(lower):
         return None
+    found = _first(text, lower, kind, fallbacks=fallbacks, outcomes=True)
+    if found is None or not found[0].outcome:
+        return found
+    # a check's failure or a drain: the fault its message names, read by the other rules
+    rule, verdict = found
+
+    def reread(cause: str) -> tuple[PatternRule, Verdict] | None:
+        return _first(cause, cause.lower(), kind, fallbacks=True, outcomes=False)
+
+    return rule, checks.read_outcome(rule, verdict, text, reread)
+
+
+def _first(
+    text: str, lower: str, kind: EventKind | None, *, fallbacks: bool, outcomes: bool
+) -> tuple[PatternRule, Verdict] | None:
     for rule in PATTERNS:
         if rule.kinds is not None and (kind is None or kind not in rule.kinds):
             continue
-        if rule.fallback and not fallbacks:
+        if (rule.fallback and not fallbacks) or (rule.outcome and not outcomes):
             continue
         verdict = rule.judge(text, lower)
         if verdict is not None:

@@ -51,6 +51,10 @@ class PatternRule:
     # the code is a launcher's own exit status after sys.exit(-N): 256 - N for signal N
     mod256: bool = False
     fallback: bool = False  # a family's catch-all: tried after every specific rule
+    # A health check's failure or a node's drain is an outcome, not a cause (rules/checks.py):
+    # "names" (the message in group `cause` may name the fault the check found, which then
+    # decides) or "generic" (a failure that carries no cause: a fault shown beside it decides).
+    outcome: str = ""
 
     def search(self, text: str, lower: str) -> bool:
         """True when the rule matches `text` (`lower` is text.lower(), computed once)."""

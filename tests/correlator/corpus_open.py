@@ -120,14 +120,12 @@ ROUND28_OPEN: dict[str, str] = {}
 # the emitter's source (tests/correlator/test_rules_emitters_round29.py). 836, a host's EDAC
 # corrected-error lines on one DIMM, is covered by readers_edac.py's count against mcelog's
 # per-DIMM trigger (10 corrected errors in 24 h), read from mcelog's and the kernel's sources
-# (tests/correlator/test_explain_edac_ce.py).
-ROUND29_OPEN: dict[str, str] = {
-    "837_nhc-check-xid-errors-xid-63.txt": (
-        "NHC's `Found XID errors: 63` with `Check check_xid_errors returned 1`: explain reads a "
-        "failed node health check (node/node) and not the Xid it names; the corpus reads Xid 63 "
-        "(a row-remapping event, the catalog's hardware bucket) as gpu_hardware/node"
-    ),
-}
+# (tests/correlator/test_explain_edac_ce.py). 837, NHC's generic 'Check check_xid_errors
+# returned 1' beside the check's own 'Found XID errors: 63', is covered by nhc.json's
+# nhc_check_returned (a check failure that names no cause) and the fault beside it deciding the
+# category (correlator/rules/checks.py, reasoning.causes_beside_checks), read from NHC's source
+# (tests/correlator/test_explain_check_names_fault.py).
+ROUND29_OPEN: dict[str, str] = {}
 # Round thirty's new training cases that the rules of 2f7f3d3 get wrong, each with the reason
 # (strict, as ROUND29_OPEN was). 847 (the raylet's fatal 'This node has beem marked as dead.')
 # and 849 (sinfo -R rows whose 20-character REASON is 'gres/gpu count repor') are covered by

@@ -14,7 +14,10 @@ text) and the verdict that the emitter's documented meaning gives it:
      "shell" (exit codes use 128 + signal), "mod256" (an exit status of 256 - N is a launcher's
      sys.exit(-N) for its child's signal N), "kinds" (limit to these event kinds),
      "fallback" (true: the family's catch-all for its generic failure line, tried after every
-     specific rule of every family)}
+     specific rule of every family),
+     "outcome" ("names": a health check's failure or a drain whose message, group `cause`,
+     may name the fault it found, read by the other rules; "generic": a check failure that
+     carries no cause, explained by a fault the text shows beside it; see rules/checks.py)}
 
 `means` quotes or paraphrases the source's own meaning of the message; it is documentation and
 is checked only for being present.
@@ -44,6 +47,7 @@ _OPTIONAL = {
     "kinds",
     "flags",
     "fallback",
+    "outcome",
 }
 
 
@@ -62,6 +66,8 @@ def _rule(family: str, spec: dict[str, Any]) -> PatternRule:
     unknown = set(spec) - _RULE_KEYS - _OPTIONAL
     if missing or unknown:
         raise ValueError(f"{family}/{spec.get('name')}: missing {missing}, unknown {unknown}")
+    if spec.get("outcome", "") not in ("", "names", "generic"):
+        raise ValueError(f"{family}/{spec['name']}: outcome {spec['outcome']!r}")
     category = None if spec["category"] is None else Category(spec["category"])
     kinds = spec.get("kinds")
     flags = {"case": 0, "multiline": re.I | re.M}.get(spec.get("flags", ""), re.I)
@@ -82,6 +88,7 @@ def _rule(family: str, spec: dict[str, Any]) -> PatternRule:
         shell=bool(spec.get("shell", False)),
         mod256=bool(spec.get("mod256", False)),
         fallback=bool(spec.get("fallback", False)),
+        outcome=spec.get("outcome", ""),
     )
 
 
