@@ -85,11 +85,11 @@ def readings(text: str) -> Iterator[tuple[str, dict[str, str]]]:
 
 def _explained(text: str, pieces: dict[str, str]) -> Explanation | None:
     """The explanation of `text`, or None; `pieces`: a joined line's lines as pasted."""
-    events, hosts, delivered = read_delivered(text)
+    events, hosts, delivered, suspects = read_delivered(text)
     conclusion = conclude(findings(events))
     if conclusion is None:
         return None
-    node = node_of(conclusion, hosts, own_addresses(delivered.lines))
+    node = node_of(conclusion, hosts, own_addresses(delivered.lines), suspects=suspects)
     gpu, index = gpu_of(conclusion)
     job, user = job_and_user(conclusion)
     evidence: list[str] = []

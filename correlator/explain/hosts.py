@@ -48,6 +48,9 @@ _MARKS = (
     *MARKS,
     *MORE_MARKS,
 )
+# bash's prompt up to the command typed at it: "[root@gpu-node-07 dir]#", "user@gpu-node-07:~$"
+# (a virtualenv's "(venv) " in front)
+BASH_PROMPT = r"^\s*(?:\([\w.-]+\)\s*)?\[?[\w.-]+@(?P<h>[A-Za-z0-9][\w.-]*)[: ][^\n#$%]*?[#$%]"
 _QUOTE = re.compile(r"^(?:\s*>\s?)+")
 # Launcher labels in front of a rank's line: srun -l "12: ", mpirun --tag-output "[1,0]<stderr>:",
 # torchrun --tee "[default0]:" / "[rank0]:" (they label a rank, not a host)
@@ -112,10 +115,7 @@ _LINE_PATTERNS: tuple[re.Pattern[str], ...] = (
     # not when the command there queries the whole cluster or runs on other nodes (pdsh, clush,
     # pssh, ansible, mpirun, deepspeed, qsub, bsub: that host is a login or launch node) or views
     # a file written elsewhere (hosts_fields.AWAY, the same list zsh's and fish's prompts use)
-    re.compile(
-        r"^\s*(?:\([\w.-]+\)\s*)?\[?[\w.-]+@(?P<h>[A-Za-z0-9][\w.-]*)[: ][^\n#$%]*?[#$%]"
-        rf"(?!\s*{AWAY})"
-    ),
+    re.compile(BASH_PROMPT + rf"(?!\s*{AWAY})"),
     # kubectl events: "node/gpu-node-07"
     re.compile(r"\bnode/(?P<h>[A-Za-z0-9][\w.-]*)"),
     # kubectl events' older From column "kubelet, gpu-07"

@@ -64,6 +64,9 @@ VIEWS_ELSEWHERE = (
     r"view)\b(?![^\n]*(?:/var/log/|/proc/|/sys/))"
 )
 AWAY = rf"(?:{FAN_OUT}|{VIEWS_ELSEWHERE})"
+# zsh's and fish's default prompts up to the command typed at them (see PATTERNS)
+ZSH_PROMPT = r"^\s*(?P<h>[A-Za-z][\w-]*\d[\w-]*)[%#] "
+FISH_PROMPT = r"^\s*[\w.-]+@" + _H + r" (?:~|/)\S*(?: \[\d+\])?> "
 
 # Patterns whose host slot holds nothing but a host name (an all-digit name is taken there).
 FIELD_PATTERNS: tuple[re.Pattern[str], ...] = (
@@ -97,9 +100,9 @@ FIELD_PATTERNS: tuple[re.Pattern[str], ...] = (
 PATTERNS: tuple[re.Pattern[str], ...] = (
     # zsh's default prompt "gpu-07% cmd" / "gpu-07# cmd" (the name has a digit: "Total% " is
     # a word, not a host)
-    re.compile(r"^\s*(?P<h>[A-Za-z][\w-]*\d[\w-]*)[%#] (?!\s*" + AWAY + r")[\w./~-]"),
+    re.compile(ZSH_PROMPT + r"(?!\s*" + AWAY + r")[\w./~-]"),
     # fish's default prompt "alice@gpu-07 ~/train> cmd", "alice@gpu-07 ~ [1]> cmd"
-    re.compile(r"^\s*[\w.-]+@" + _H + r" (?:~|/)\S*(?: \[\d+\])?> (?!\s*" + AWAY + r")\S"),
+    re.compile(FISH_PROMPT + r"(?!\s*" + AWAY + r")\S"),
     # qstat -f: "    exec_host = gpu-07/0*8" (one host; "a/0*8+b/0*8" names several)
     re.compile(r"^\s*exec_host = " + _H + r"/[\d*]+\s*$"),
     # LSF: one host only (a second "<n*host>" would follow the first before the comma)

@@ -21,6 +21,7 @@ from correlator.explain.hosts import (
 )
 from correlator.explain.hosts_blocks import block_hosts, hydra_block_hosts
 from correlator.explain.hosts_fields import session_hosts
+from correlator.explain.hosts_health import not_at_fault
 from correlator.explain.hosts_records import logentry_hosts
 from correlator.explain.readers_dcgm import read_dcgm_metrics
 from correlator.explain.readers_edac import read_edac_ce
@@ -43,7 +44,7 @@ from correlator.explain.readers_sched import (
 from correlator.explain.readers_scontrol import read_scontrol_job
 from correlator.explain.readers_squeue import read_squeue
 from correlator.explain.wrappers import Delivered, undelivered
-from correlator.rules import PATTERNS, first_rule
+from correlator.rules import PATTERNS, classify_event, first_rule
 from timeline.models import Event, EventKind
 
 log = logging.getLogger(__name__)
@@ -320,12 +321,15 @@ def read_events(text: str) -> list[Event]:
 
 def read(text: str) -> tuple[list[Event], list[str]]:
     """(events, every host the text names by a known convention) in one pass over the text."""
-    events, hosts, _ = read_delivered(text)
+    events, hosts, _, _ = read_delivered(text)
     return events, hosts
 
 
-def read_delivered(text: str) -> tuple[list[Event], list[str], Delivered]:
-    """read(), and the delivery taken off the text (to quote evidence as it was delivered)."""
+def read_delivered(text: str) -> tuple[list[Event], list[str], Delivered, list[str]]:
+    """read(), the delivery taken off the text (to quote evidence as it was delivered), and the
+    hosts the text names on lines that may show them at fault (hosts_health.not_at_fault: not
+    a status view's healthy row, a prompt that owns no failure or a "host: " stream without
+    one), the last resort's candidates."""
     delivered = undelivered(text)
     lines = delivered.lines
     if delivered.verbatim:  # read what the emitters wrote, not the delivery around it
@@ -370,5 +374,22 @@ def read_delivered(text: str) -> tuple[list[Event], list[str], Delivered]:
     events = structured.events + parsed + _verbatim(fallback, verbatim)
     _attach_hosts(events, (bare, lines), hints, hydra)
     _labelled(events, delivered.labels)
-    hosts = [h for i, ln in enumerate(lines) if (h := named[i] or host_in_line(ln))]
-    return events, hosts, delivered
+    each = [named[i] or host_in_line(ln) for i, ln in enumerate(lines)]
+    # a host that a line names in a healthy status, at an idle prompt or in a stream of its own
+    # without the failure is no last resort
+    quiet = not_at_fault(lines, each, _read_from(events, delivered, (lines, source)), found)
+    hosts = [h for h in each if h]
+    suspects = [h for h, q in zip(each, quiet, strict=True) if h and not q]
+    return events, hosts, delivered, suspects
+
+
+def _read_from(
+    events: list[Event], delivered: Delivered, texts: tuple[list[str], list[str]]
+) -> list[bool]:
+    """For each line (as delivered or without its pdsh prefix), whether an event that means
+    something (a finding's, reasoning.findings) was read from it (an event quotes a line as
+    pasted, Delivered.verbatim's values)."""
+    meant = [ev for ev in events if classify_event(ev) is not None]
+    raw = {ln.strip() for ev in meant for ln in (ev.raw or ev.message or "").splitlines()}
+    raw |= {k.strip() for k, v in delivered.verbatim.items() if v.strip() in raw}
+    return [a.strip() in raw or b.strip() in raw for a, b in zip(*texts, strict=True)]

@@ -332,10 +332,8 @@ def _row_host(table: _Table, line: str) -> str | None:
     cells = line.split()
     if table.names is None:
         return single_host(cells[table.col]) if -len(cells) <= table.col < len(cells) else None
-    padded = _COLUMNS.split(line.strip())
-    for row in (padded, cells):  # a paste may keep one space between cells
-        if len(row) == len(table.names):
-            return single_host(row[table.col])
+    if row := kubectl_row(table.names, line):
+        return single_host(row[table.col])
     # the cells ran together somewhere: the value that starts under the column's name
     at = table.at
     if 0 <= at < len(line) and not line[at].isspace() and (at == 0 or line[at - 1].isspace()):
@@ -343,7 +341,16 @@ def _row_host(table: _Table, line: str) -> str | None:
     return None
 
 
-def _kubectl_columns(line: str) -> list[tuple[int, str]]:
+def kubectl_row(names: tuple[str, ...], line: str) -> list[str] | None:
+    """A row's cells, one for each of a kubectl header's column `names`, where its spacing
+    settles them; else None."""
+    for row in (_COLUMNS.split(line.strip()), line.split()):  # a paste may keep one space
+        if len(row) == len(names):
+            return row
+    return None
+
+
+def kubectl_columns(line: str) -> list[tuple[int, str]]:
     """(where it starts, name) of each column a kubectl header names."""
     spans = [(m.start(), m.group()) for m in _CELL.finditer(line)]
     if all(" " not in name or name in _MULTIWORD for _, name in spans):
@@ -365,7 +372,7 @@ def _table_header(line: str) -> _Table | None:
         return None
     upper = [c.upper() for c in cells]
     if cells == upper and "NAME" in upper and "STATUS" in upper:
-        columns = _kubectl_columns(line)
+        columns = kubectl_columns(line)
         names = tuple(name for _, name in columns)
         key = "NODE" if "NODE" in names else "NAME" if "READY" not in names else None
         if key is None:

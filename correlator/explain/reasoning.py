@@ -147,13 +147,18 @@ def _as_named(peer: str, text_hosts: list[str]) -> str:
 
 
 def node_of(
-    conclusion: Conclusion, text_hosts: list[str], addresses: dict[str, str] | None = None
+    conclusion: Conclusion,
+    text_hosts: list[str],
+    addresses: dict[str, str] | None = None,
+    *,
+    suspects: list[str] | None = None,
 ) -> str | None:
     """The culprit host: the peer the evidence names (none when a node or GPU fault names
-    several), else the one host whose own lines show the fault, else the one host the whole
-    text names; never a host that only printed a timeout or a peer's failure (None when the
-    text does not settle it). `addresses` maps an address to the host that the text shows owns
-    it (hosts.own_addresses)."""
+    several), else the one host whose own lines show the fault, else the one host of
+    `suspects` (those of `text_hosts` that the text may show at fault, all of them when not
+    given); never a host that only printed a timeout or a peer's failure (None when the text
+    does not settle it). `addresses` maps an address to the host that the text shows owns it
+    (hosts.own_addresses)."""
     named = [f for f in conclusion.support if f.verdict.culprit]
     if named:
         links = first_links(named, distinct(text_hosts), addresses or {})
@@ -172,7 +177,8 @@ def node_of(
         if shared:
             return _as_named(shared, distinct(text_hosts))
         return first_in_time(own, conclusion.verdict)
-    others = distinct(text_hosts)
+    # a host the text shows only healthy or at an idle prompt is none (hosts_health.py)
+    others = distinct(text_hosts if suspects is None else suspects)
     return others[0] if len(others) == 1 else None
 
 

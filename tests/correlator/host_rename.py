@@ -144,7 +144,7 @@ def _private4(token: str) -> bool:
 
 def other_hosts(text: str) -> list[str]:
     """The hosts the readers find in `text` (and its private IPv4 addresses), in text order."""
-    events, hosts, _ = read_delivered(text)
+    events, hosts, _, _ = read_delivered(text)
     found = list(hosts) + [ev.node for ev in events if ev.node]
     found += [p for f in findings(events) if (p := peer_host(f.verdict.peer_named))]
     found += [m.group() for m in _IPV4.finditer(text) if _private4(m.group())]

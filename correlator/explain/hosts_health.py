@@ -1,0 +1,193 @@
+"""Lines that name a host without showing it at fault: the last resort never names their host.
+
+When a failure's own lines name no host, explain falls back on the one host the whole text
+names (reasoning.node_of). A status view that shows that host up with nothing wrong, or a shell
+prompt at which nothing ran that printed the failure, does not make it the culprit (issue #11:
+a wrong node is worse than none, the healer may drain it). Such a line still names its host for
+everything else (a peer's interface name, the events read from the line itself).
+
+Sources:
+- `kubectl get nodes`: kubernetes/kubernetes pkg/printers/internalversion/printers.go
+  (51652d1c232d) printNode: NAME STATUS ROLES AGE VERSION, STATUS the Ready condition ("Ready"
+  when True, "NotReady" otherwise, "Unknown" without one) and ",SchedulingDisabled" for a
+  cordoned node: only a plain "Ready" is healthy;
+- `kubectl get pods -o wide`: the same file's printPod (NAME READY STATUS RESTARTS AGE IP NODE
+  NOMINATED NODE READINESS GATES, a headerless row read as readers_sched.pod_row_host does):
+  STATUS the pod's phase ("Running", "Succeeded", "Pending", ...) unless a container's waiting
+  or terminated reason replaces it ("Completed" for a container that exited 0, "Error",
+  "OOMKilled", "CrashLoopBackOff", ...); RESTARTS "%d" or "%d (%s ago)". Healthy: Running with
+  every container ready ("n/n"), or Completed / Succeeded, and never restarted;
+- `sinfo -N` / `sinfo -N -l`: SchedMD/slurm src/sinfo/opts.c (284c3b95f08a) formats
+  "nodelist, nodes, partition, statecompact" and "... statelong ..., reason:20"; the states are
+  src/common/slurm_protocol_defs.c node_state_string / node_state_string_compact lower-cased
+  (print.c _print_state_compact), a flag suffix ("*" not responding, "~" powered down, "$"
+  maintenance, "@" reboot requested, ...) behind them, a drained node "drain"/"drng" (older
+  releases printed one that still ran jobs "mixed", which only its reason tells apart); REASON
+  "none" when the node has none (print.c _print_reason). Healthy: idle / alloc(ated) / mix(ed) /
+  comp(leting) / plnd / planned / resv / reserved, no suffix, no reason;
+- `scontrol show node` (and -o): src/api/node_info.c slurm_sprint_node_table "NodeName=%s ",
+  "State=%s" node_state_string_complete (the base state, then "+FLAG" for each flag: "IDLE+DRAIN",
+  "DOWN+NOT_RESPONDING", "IDLE+CLOUD+POWERED_DOWN"), and a "Reason=%s [%s@%s]" line only when
+  the node has a reason. Healthy: IDLE / ALLOCATED / MIXED with no flag but CLOUD, COMPLETING,
+  PLANNED or RESERVED, and no Reason;
+- shell prompts (bash's, zsh's, fish's, hosts.py BASH_PROMPT, hosts_fields.ZSH_PROMPT and
+  FISH_PROMPT): the host of a prompt is where its command ran, so a failure is that host's
+  when it is in the output of a command typed there (the lines up to the next prompt), or,
+  above every prompt, in the terminal whose prompt came back below it (the corpus policy: a
+  job's output and then its shell's prompt name that shell's host); a prompt whose output holds
+  no failure (an nvidia-smi that shows nothing wrong, a file viewed that another host wrote, a
+  prompt with nothing typed at it) shows nothing of it;
+- pdsh's "host: " in front of each line a host writes (chaos/pdsh src/pdsh/dsh.c, cited in
+  hosts.py): a stream none of whose lines holds the failure is not where it was printed.
+"""
+
+from __future__ import annotations
+
+import re
+
+from correlator.explain.hosts import BASH_PROMPT
+from correlator.explain.hosts_fields import FISH_PROMPT, ZSH_PROMPT
+from correlator.explain.readers_sched import kubectl_columns, kubectl_row, pod_row_host
+
+_NODE_READY = "Ready"
+_POD_DONE = frozenset({"Completed", "Succeeded"})
+_READY = re.compile(r"^(?P<n>\d+)/(?P=n)$")
+_SINFO_OK = frozenset(
+    {"idle", "alloc", "allocated", "mix", "mixed", "comp", "completing", "plnd", "planned"}
+    | {"resv", "reserved"}
+)
+_SCONTROL_BASE_OK = frozenset({"IDLE", "ALLOCATED", "MIXED"})
+_SCONTROL_FLAGS_OK = frozenset({"CLOUD", "COMPLETING", "PLANNED", "RESERVED"})
+_STATE = re.compile(r"(?:^|\s)State=(?P<s>\S+)")
+_REASON = re.compile(r"(?:^|\s)Reason=\S")
+_PROMPTS = tuple(re.compile(p) for p in (BASH_PROMPT, ZSH_PROMPT, FISH_PROMPT))
+
+
+def _healthy_pod(ready: str, status: str, restarts: str) -> bool:
+    """A pod row's READY, STATUS and RESTARTS cells show it ran (or runs) with nothing wrong."""
+    if restarts != "0":
+        return False
+    return status in _POD_DONE or (status == "Running" and _READY.match(ready) is not None)
+
+
+def _kubectl_tables(lines: list[str], out: list[bool]) -> None:
+    """Rows of `kubectl get nodes` and `kubectl get pods -o wide` that show a healthy node or
+    pod, under their header up to a blank line."""
+    names: tuple[str, ...] | None = None
+    for i, line in enumerate(lines):
+        cells = line.split()
+        if not cells:
+            names = None
+        elif cells == [c.upper() for c in cells] and "NAME" in cells and "STATUS" in cells:
+            names = tuple(name for _, name in kubectl_columns(line))
+        elif names and (row := kubectl_row(names, line)):
+            got = dict(zip(names, row, strict=True))
+            if "NODE" in got and "READY" in got:
+                out[i] = _healthy_pod(got["READY"], got["STATUS"], got.get("RESTARTS", ""))
+            elif "ROLES" in got or "VERSION" in got:
+                out[i] = got["STATUS"] == _NODE_READY
+        elif names is None and pod_row_host(line):
+            # a pod row pasted without its header, its cells counted from the end: READINESS
+            # GATES, NOMINATED NODE, NODE, IP, AGE, RESTARTS (a restart's "(5m ago)" makes it
+            # two cells, and the pod no healthy one), STATUS, READY
+            out[i] = _healthy_pod(cells[-8], cells[-7], cells[-6])
+
+
+def _sinfo_rows(lines: list[str], out: list[bool]) -> None:
+    """`sinfo -N` (-l) rows of a node up with no reason."""
+    state = reason = -1
+    for i, line in enumerate(lines):
+        cells = line.split()
+        if cells[:1] == ["NODELIST"] and "STATE" in cells:
+            state = cells.index("STATE")
+            reason = cells.index("REASON") if "REASON" in cells else -1
+        elif len(cells) <= state:
+            state = -1  # a blank or short line ends the table
+        elif state >= 0:
+            why = " ".join(cells[reason:]) if reason >= 0 else "none"
+            out[i] = cells[state] in _SINFO_OK and why == "none"
+
+
+def _scontrol_blocks(lines: list[str], out: list[bool]) -> None:
+    """`scontrol show node` blocks (a NodeName= line and its indented lines) of a node up with
+    no reason, every line of the block."""
+    starts = [i for i, line in enumerate(lines) if line.startswith("NodeName=")]
+    for n, first in enumerate(starts):
+        last = starts[n + 1] if n + 1 < len(starts) else len(lines)
+        end = next((j for j in range(first + 1, last) if not lines[j][:1].isspace()), last)
+        block = " ".join(lines[first:end])
+        m = _STATE.search(block)
+        state = m.group("s").split("+") if m else [""]
+        healthy = state[0] in _SCONTROL_BASE_OK and set(state[1:]) <= _SCONTROL_FLAGS_OK
+        if healthy and not _REASON.search(block):
+            for j in range(first, end):
+                out[j] = True
+
+
+def _prompt(line: str) -> re.Match[str] | None:
+    return next((m for p in _PROMPTS if (m := p.match(line))), None)
+
+
+def _owners(lines: list[str], failing: list[bool]) -> set[int]:
+    """The prompt lines that own a failing line: the prompt above it, when something was typed
+    there (lines below a prompt with nothing typed at it are no command's output), else, with
+    no prompt above, the first prompt below (the terminal it was printed in, its prompt back)."""
+    prompts = [(i, m) for i, line in enumerate(lines) if (m := _prompt(line))]
+    owners: set[int] = set()
+    above: tuple[int, bool] | None = None  # the last prompt line so far, and whether typed at
+    n = 0
+    for j, bad in enumerate(failing):
+        while n < len(prompts) and prompts[n][0] <= j:
+            i, m = prompts[n]
+            above = (i, bool(lines[i][m.end() :].strip()))
+            n += 1
+        if not bad or (above and above[0] == j):
+            continue
+        if above is None and n < len(prompts):
+            owners.add(prompts[n][0])
+        elif above is not None and above[1]:
+            owners.add(above[0])
+    return owners
+
+
+def _idle_prompts(
+    lines: list[str], named: list[str | None], failing: list[bool], out: list[bool]
+) -> None:
+    """Prompt lines that name their prompt's host and own no failing line (_owners)."""
+    owners = _owners(lines, failing)
+    for i, line in enumerate(lines):
+        host = named[i]
+        m = _prompt(line) if host else None
+        if m and host and host.lower() == m.group("h").lower() and i not in owners:
+            out[i] = True
+
+
+def _quiet_streams(
+    named: list[str | None], prefixed: list[str | None], failing: list[bool], out: list[bool]
+) -> None:
+    """The lines of a pdsh-style "host: " stream none of whose lines is failing: pdsh puts the
+    prefix on every line the host writes (hosts.prefix_hosts), so a failure without it is
+    another stream's, not that host's output."""
+    streams: dict[str, list[int]] = {}
+    for i, host in enumerate(prefixed):
+        if host and (named[i] or "").lower() == host.lower():
+            streams.setdefault(host.lower(), []).append(i)
+    for rows in streams.values():
+        if not any(failing[i] for i in rows):
+            for i in rows:
+                out[i] = True
+
+
+def not_at_fault(
+    lines: list[str], named: list[str | None], failing: list[bool], prefixed: list[str | None]
+) -> list[bool]:
+    """For each line, True when it names its host (`named`, each line's) only in a healthy
+    status, as a prompt's that owns no failure, or in a "host: " stream (`prefixed`,
+    hosts.prefix_hosts) with no failure; `failing`: whether an event was read from each line."""
+    out = [False] * len(lines)
+    _kubectl_tables(lines, out)
+    _sinfo_rows(lines, out)
+    _scontrol_blocks(lines, out)
+    _idle_prompts(lines, named, failing, out)
+    _quiet_streams(named, prefixed, failing, out)
+    return out
