@@ -9,7 +9,8 @@ Read from the emitters' sources:
   rank_termination_signal, SIGKILL by default (fault_tolerance/config.py); the logger's
   "[time] [LEVEL] [RankMonServer{pid}@{host}:{rank}] " prefix; the initial release @d815452a6a4c
   printed the heartbeat lines without "[Cycle N] ") and ptl_resiliency/straggler_det_callback.py
-  (the "STRAGGLER DETECTION WARNING" lines, a performance report);
+  (the "STRAGGLER DETECTION WARNING" lines: since probe set 26, a slow GPU, gpu_hardware/unknown
+  on the one node the report names; test_rules_emitter_formats_straggler_ft.py);
 - nvidia-resiliency-ext shared_utils/health_check.py and inprocess/health_check.py, same commit
   (NVML's GPU recovery action as "GPU {i}: Requires a reset to recover. ..." and its kin, the
   link_downed counter's "GPU r NIC/IB nic link down counter has been incremented: a -> b ",
@@ -108,7 +109,7 @@ FORMATS = (
         HANG,
         prefixes=_RM,
     ),
-    # the monitor's own progress and the callback's performance report: nothing failed
+    # the monitor's own progress: nothing failed
     Fmt(
         "nvrx-progress",
         NVRX,
@@ -135,7 +136,8 @@ FORMATS = (
             "rank": (3, 61),
             "host": HOSTS,
         },
-        NONE,
+        ("gpu_hardware", "unknown"),
+        culprit="host",
     ),
     Fmt(
         "mcore-straggler-report",
