@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ipaddress
 import re
+from collections.abc import Callable
 
 from correlator.explain.hosts_fields import (
     AWAY,
@@ -267,6 +268,30 @@ _OWN_CLOCK = re.compile(
 )
 
 
+# One "name: " line alone is pdsh's only when what follows is itself a fault message that a
+# rule reads (pdsh -w gpu-n12 'nhc' relaying "ERROR: nhc: Health check failed: ..."; pdsh
+# writes "%S: %s", the host and the remote line as it came, chaos/pdsh src/pdsh/dsh.c
+# _flush_lines @21f5996). Names that open such lines by other conventions are never taken:
+# a program's own "argv0: message" (GNU error(); python3, gcc-12, ld.lld-14), an exception's
+# class ("Py4JJavaError: ..."), and the kernel's device names that drivers print in front of
+# their messages ("nvidia-nvswitch3: SXid ...", "nvme0n1: ...", "eth0: ...", "mlx5_0: ...").
+_NOT_SOLO = re.compile(
+    r"^(?:python[\d.]*|pip\d*|perl[\d.]*|(?:\w+-linux-gnu-)?(?:gcc|cc|clang|nvcc)(?:-[\d.]+)?"
+    r"|cc1\w*|ld(?:\.[a-z]+)*(?:-[\d.]+)?"
+    r"|\w*(?:Error|Exception|Warning|Exit)|nvidia\d+|nvidia-nvswitch\d+|nvme\d+\w*|mlx\d_\d+"
+    r"|sd[a-z]{1,2}\d*|md\d+|eth\d+|en[opsx]\w+|ib\d+|ibp\w+|ibs\d+|bnxt_re\d+|irdma\d+|hfi1_\d+"
+    r"|(?:gpu|cuda|device|dev|card)\d+)$",
+    re.I,
+)
+
+
+def _relays_fault(host: str, line: str, reads: Callable[[str], bool] | None) -> bool:
+    """Whether `line`, a lone "host: " line, relays a fault message `reads` recognises."""
+    if reads is None or _NOT_SOLO.match(host):
+        return False
+    return reads(line[len(host) + 2 :])
+
+
 # A node pool's random instance suffix: GKE's "-dpv7" (4 characters), AKS's "vmss" + base-36,
 # EC2 Auto Scaling names and Kubernetes' generated pod names ("-5xq2k"): short, letters and digits
 _SUFFIX = re.compile(r"-[a-z0-9#]{1,6}$")
@@ -278,10 +303,11 @@ def _stem(host: str) -> str:
     return _SUFFIX.sub("-*", re.sub(r"\d+", "#", host.lower()))
 
 
-def prefix_hosts(lines: list[str]) -> list[str | None]:
+def prefix_hosts(lines: list[str], reads: Callable[[str], bool] | None = None) -> list[str | None]:
     """For each line, the host a recurring pdsh-style "host: " prefix names, if any: a prefix
     that recurs, one of several prefixes on different lines that share a name shape (pdsh
-    over gpu-02..gpu-04, each host writing one line), or one in front of the line's own clock."""
+    over gpu-02..gpu-04, each host writing one line), one in front of the line's own clock, or
+    one in front of a line that `reads` (the rules and parsers) finds a fault in by itself."""
     found = [_pdsh_host(line) for line in lines]
     counts: dict[str, int] = {}
     stems: dict[str, set[str]] = {}
@@ -293,7 +319,13 @@ def prefix_hosts(lines: list[str]) -> list[str | None]:
                 stems.setdefault(_stem(h), set()).add(h.lower())
     kept = [
         h
-        if h and (counts[h] >= 2 or len(stems.get(_stem(h), ())) >= 2 or _OWN_CLOCK.match(line))
+        if h
+        and (
+            counts[h] >= 2
+            or len(stems.get(_stem(h), ())) >= 2
+            or _OWN_CLOCK.match(line)
+            or _relays_fault(h, line, reads)
+        )
         else None
         for h, line in zip(found, lines, strict=True)
     ]

@@ -90,6 +90,15 @@ def _parsed(rest: str) -> list[Event]:
     return events
 
 
+def reads_fault(text: str) -> bool:
+    """Whether `text` alone reads as a kind of failure (not a wrapper or noise): by a pattern
+    rule, or as an event the kernel or job-log parser reads (the driver's Xid lines)."""
+    found = first_rule(text)
+    if found is not None and found[1].category is not None:
+        return True
+    return any((v := classify_event(ev)) and v.category is not None for ev in _parsed(text))
+
+
 def _first_rule(text: str) -> str | None:
     """The name of the rule that reads `text` alone, as the correlator's rules read it."""
     found = first_rule(text)
@@ -240,7 +249,7 @@ def unprefixed(lines: list[str], found: list[str | None] | None = None) -> list[
     line's own beginning."""
     # prefix_hosts names every line that opens with a kept "host: " prefix, a known host's
     # indented lines ("gpu-01:   time      : ...") too
-    found = prefix_hosts(lines) if found is None else found
+    found = prefix_hosts(lines, reads_fault) if found is None else found
     # the prefix runs to the line's first ": " (a host name has none; slurmstepd's
     # "slurmstepd-<node>: " prefix is longer than the node it names)
     return [ln[ln.index(": ") + 2 :] if h else ln for h, ln in zip(found, lines, strict=True)]
@@ -334,7 +343,7 @@ def read_delivered(text: str) -> tuple[list[Event], list[str], Delivered, list[s
     lines = delivered.lines
     if delivered.verbatim:  # read what the emitters wrote, not the delivery around it
         text = "\n".join(lines)
-    found = prefix_hosts(lines)
+    found = prefix_hosts(lines, reads_fault)
     source = unprefixed(lines, found)
     delivered.quote_unprefixed(source)
     # a tool's output delivered through pdsh ("gpu-07: ECC Errors") is read without the prefix
