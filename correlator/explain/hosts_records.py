@@ -4,6 +4,7 @@ a Kubernetes Event object, pretty-printed over many lines or one object a line."
 from __future__ import annotations
 
 import json
+import re
 
 from correlator.explain.hosts import clean_host
 
@@ -14,8 +15,15 @@ from correlator.explain.hosts import clean_host
 # k8s_node has labels.node_name; gce_instance's labels.instance_id is a number, never a host:
 # https://cloud.google.com/logging/docs/api/v2/resource-list). A core/v1 Event carries
 # "involvedObject" and names its reporting node in source.host.
+# A Compute Engine audit entry (the system_event log: compute.instances.hostError, .preempted,
+# .terminateOnHostMaintenance) has resource.type gce_instance, whose labels hold only the numeric
+# instance_id; the instance it acted on is named in protoPayload.resourceName
+# ("projects/P/zones/Z/instances/NAME", https://cloud.google.com/logging/docs/reference/audit/
+# auditlog/rest/Shared.Types/AuditLog: resourceName; https://cloud.google.com/compute/docs/
+# troubleshooting/troubleshooting-reboots).
 # `journalctl -o json-pretty` prints each entry as one object over many lines, the node in its
 # "_HOSTNAME" field (systemd.journal-fields(7); journalctl(1) --output json-pretty).
+_GCE_INSTANCE = re.compile(r"^projects/[^/]+/zones/[^/]+/instances/([^/]+)$")
 _LOGENTRY_KEYS = ('"insertId"', '"logName"', '"involvedObject"', '"_HOSTNAME"')
 
 
@@ -41,7 +49,8 @@ def _record_spans(lines: list[str]) -> list[tuple[int, int]]:
 
 def _entry_host(text: str) -> str | None:
     """The host a record names: a journal entry's _HOSTNAME; a LogEntry's resource_name label,
-    else a k8s_node's node_name; a Kubernetes Event's source.host."""
+    else a gce_instance audit entry's instance, else a k8s_node's node_name; a Kubernetes
+    Event's source.host."""
     try:
         rec = json.loads(text.strip().rstrip(","))
     except ValueError:
@@ -55,6 +64,9 @@ def _entry_host(text: str) -> str | None:
         labels.get("compute.googleapis.com/resource_name"), str
     ):
         return clean_host(labels["compute.googleapis.com/resource_name"])
+    gce = _gce_instance(rec)
+    if gce:
+        return gce
     if (
         isinstance(res, dict)
         and res.get("type") == "k8s_node"
@@ -67,6 +79,16 @@ def _entry_host(text: str) -> str | None:
     if "involvedObject" in rec and isinstance(source, dict) and isinstance(source.get("host"), str):
         return clean_host(source["host"])
     return None
+
+
+def _gce_instance(rec: dict[str, object]) -> str | None:
+    """A gce_instance audit entry's instance, from its protoPayload.resourceName."""
+    res, proto = rec.get("resource"), rec.get("protoPayload")
+    if not (isinstance(res, dict) and res.get("type") == "gce_instance"):
+        return None
+    name = proto.get("resourceName") if isinstance(proto, dict) else None
+    m = _GCE_INSTANCE.match(name) if isinstance(name, str) else None
+    return clean_host(m.group(1)) if m else None
 
 
 def logentry_hosts(lines: list[str]) -> list[str | None]:

@@ -152,9 +152,18 @@ FAMILY_FILES = (
     "node_problem_detector.json",
     "kubelet.json",
     "karpenter.json",
+    # the clouds' node-lifecycle notices (probe set 25): host errors, maintenance, repair and
+    # Spot/preemption; AKS's repair events quote NotReady, which kubelet.json's rules also read
+    "gce.json",
+    "gke.json",
+    "aks.json",
+    "azure_scheduled_events.json",
+    "aws_nth.json",
     "kubeflow.json",
     # ParallelCluster's clustermgtd sets Slurm reasons of its own: before slurm.json's reason line
     "parallelcluster.json",
+    # EC2's own event documents: after clustermgtd's lines, which quote a scheduled event's Code
+    "ec2.json",
     # pyxis before slurm.json: its container-start errors come through slurmstepd's error lines
     "pyxis.json",
     "slurm.json",
