@@ -10,7 +10,6 @@ from __future__ import annotations
 import logging
 import re
 
-from collector.health import SourceHealth
 from collector.parse.joblog import parse_job_text, with_label
 from collector.parse.kernel import parse_kernel_text
 from correlator.explain.hosts import (
@@ -23,61 +22,14 @@ from correlator.explain.hosts_blocks import block_hosts, hydra_block_hosts
 from correlator.explain.hosts_fields import session_hosts
 from correlator.explain.hosts_health import not_at_fault
 from correlator.explain.hosts_records import logentry_hosts
-from correlator.explain.readers_dcgm import read_dcgm_metrics
-from correlator.explain.readers_edac import read_edac_ce
-from correlator.explain.readers_gpu import (
-    ReadResult,
-    _event,
-    read_dcgmi_diag,
-    read_nvidia_smi,
-    read_smi_table,
-)
-from correlator.explain.readers_gpu_fields import read_dcgmi_dmon, read_smi_query_csv
-from correlator.explain.readers_ib import read_ibstat
-from correlator.explain.readers_k8s import read_operator_pod
-from correlator.explain.readers_sched import (
-    context_hosts,
-    read_k8s_node_gpus,
-    read_sacct_json,
-    read_sacct_table,
-)
-from correlator.explain.readers_scontrol import read_scontrol_job
-from correlator.explain.readers_squeue import read_squeue
+from correlator.explain.readers_gpu import _event
+from correlator.explain.readers_sched import context_hosts
+from correlator.explain.readers_structured import HEALTH, read_structured
 from correlator.explain.wrappers import Delivered, undelivered
 from correlator.rules import PATTERNS, classify_event, first_rule
 from timeline.models import Event, EventKind
 
 log = logging.getLogger(__name__)
-HEALTH = SourceHealth("explain")
-
-
-def _structured(text: str, lines: list[str]) -> ReadResult:
-    out = ReadResult()
-    readers = [
-        lambda: read_sacct_json(text) if text.lstrip().startswith("{") else ReadResult(),
-        lambda: read_sacct_table(lines),
-        lambda: read_scontrol_job(lines),
-        lambda: read_squeue(lines),
-        lambda: read_nvidia_smi(lines),
-        lambda: read_smi_table(lines),
-        lambda: read_dcgm_metrics(lines),
-        lambda: read_dcgmi_diag(lines),
-        lambda: read_smi_query_csv(lines),
-        lambda: read_dcgmi_dmon(lines),
-        lambda: read_k8s_node_gpus(lines),
-        lambda: read_operator_pod(lines),
-        lambda: read_ibstat(lines),
-        lambda: read_edac_ce(lines),
-    ]
-    for reader in readers:
-        try:
-            result = reader()
-        except Exception as exc:  # a reader bug must not lose the other readers' evidence
-            HEALTH.error("reader failed", exc)
-            continue
-        out.events += result.events
-        out.claimed |= result.claimed
-    return out
 
 
 def _parsed(rest: str) -> list[Event]:
@@ -347,7 +299,7 @@ def read_delivered(text: str) -> tuple[list[Event], list[str], Delivered, list[s
     source = unprefixed(lines, found)
     delivered.quote_unprefixed(source)
     # a tool's output delivered through pdsh ("gpu-07: ECC Errors") is read without the prefix
-    structured = _structured(text, source)
+    structured = read_structured(text, source)
     bare, verbatim = joined_rests(source)
     rest = ["" if i in structured.claimed else ln for i, ln in enumerate(bare)]
     keys = [p or d for p, d in zip(found, delivered.hosts, strict=True)]
