@@ -26,6 +26,7 @@ from correlator.incidents import IncidentBook, fingerprint, identity
 from correlator.models import CorrelationReport, Incident, IncidentState
 from correlator.nccl import RANK_FAILURE_KINDS, Culprit, find_culprit
 from correlator.repeats import RepeatFaults
+from correlator.rules.signals import after_crash
 from correlator.taxonomy import Blame, Category, Verdict
 from timeline import tables as t
 from timeline.models import EventKind
@@ -331,12 +332,15 @@ class EventPass:
 
 
 def _strongest(evs: list[Ev]) -> Ev:
-    """The event whose verdict says most (root cause, known category, priority), latest on ties."""
+    """The event whose verdict says most (root cause, known category, priority), latest on ties;
+    a bare SIGKILL beside a rank that crashed is the launcher's teardown (signals.after_crash),
+    as `explain` reads it."""
+    read = after_crash([e.verdict for e in evs])
 
-    def rank(e: Ev) -> tuple[int, int, int, float]:
-        v = e.verdict
+    def rank(i: int) -> tuple[int, int, int, float]:
+        v = read[i]
         if v is None:
-            return (-1, -1, -1, e.ts)
-        return (int(v.root_cause), int(v.category is not None), v.priority, e.ts)
+            return (-1, -1, -1, evs[i].ts)
+        return (int(v.root_cause), int(v.category is not None), v.priority, evs[i].ts)
 
-    return max(evs, key=rank)
+    return evs[max(range(len(evs)), key=rank)]

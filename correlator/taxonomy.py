@@ -50,3 +50,6 @@ class Verdict:
     # A check's failure that names no cause (NHC's "Check X returned N"): a recognised fault the
     # text shows beside it is its cause (rules/checks.py, explain/reasoning.py).
     cause_unstated: bool = False
+    # The signal that ended the process, when the verdict is the signal reasoner's (signals.py):
+    # a SIGKILL beside a rank that crashed is the launcher's teardown (signals.after_crash).
+    signal: int | None = None

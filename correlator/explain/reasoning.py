@@ -9,7 +9,7 @@ from collector.parse.joblog import leading_ts
 from correlator.explain.hosts import distinct
 from correlator.rules import caused_by, classify_event
 from correlator.rules.checks import shows_fault, with_cause
-from correlator.rules.signals import decode
+from correlator.rules.signals import after_crash, decode
 from correlator.taxonomy import Category, Verdict
 from timeline.models import Event, EventKind
 
@@ -46,6 +46,7 @@ def conclude(found: list[Finding]) -> Conclusion | None:
     """The most likely root cause (hardware over user code, causes over symptoms), or None."""
     # Symptoms that name no kind of failure (a ChildFailedError, Xid 45 alone) are used only
     # when nothing else is there, so the answer can still say which rank and host died.
+    found = teardown_after_crash(found)
     meaningful = [f for f in found if f.verdict.category is not None or f.verdict.root_cause]
     found = meaningful or found
     if not found:
@@ -65,6 +66,14 @@ def conclude(found: list[Finding]) -> Conclusion | None:
     verdict = replace(best.verdict, confidence=round(confidence, 2))
     ordered = sorted(support, key=lambda f: -_rank(f)[2])
     return Conclusion(verdict=verdict, support=ordered, others=others)
+
+
+def teardown_after_crash(found: list[Finding]) -> list[Finding]:
+    """Each bare SIGKILL read as the launcher's teardown when the text shows a rank that
+    crashed on its own (signals.after_crash, which the live correlator applies too)."""
+    told = after_crash([f.verdict for f in found])
+    pairs = zip(found, told, strict=True)
+    return [f if v is f.verdict or v is None else Finding(f.event, v) for f, v in pairs]
 
 
 def _beside(a: Event, b: Event) -> bool:

@@ -21,12 +21,36 @@ signal(7) and the shells' 128 + N convention:
 
 Every verdict here is a weak, symptom-level sign (root_cause False, low priority): any other
 recognised error in the same text outranks it.
+
+A launcher ends the surviving ranks itself once one rank fails, with SIGKILL at last:
+
+- MPICH's MPD (pmodels/mpich src/pm/mpd/mpdman.py @ f6a728b): every manager that receives the
+  ring's 'collective_abort' kills its client's process group with SIGKILL, and reports 137
+  (signal 9) for a client whose PMI socket closed before it was reaped ("assume kill -9");
+- MPICH Hydra (pmodels/mpich src/pm/hydra/proxy/pmip_cb.c @ 7ebf82d): when one process's PMI
+  socket closes, the proxy with auto-cleanup (the default) runs
+  HYD_pmcd_pmip_send_signal(SIGKILL), "kill all processes";
+- Open MPI / PRRTE (open-mpi/ompi orte/mca/odls/base/odls_base_default_fns.c and PRRTE's
+  src/mca/odls/base/odls_base_default_fns.c, kill_local_procs): SIGCONT, then SIGTERM, then
+  SIGKILL, each odls_base_sigkill_timeout apart;
+- torchrun's elastic agent (pytorch/pytorch torch/distributed/elastic/multiprocessing/api.py
+  _close): the death signal (SIGTERM), then after its timeout "Unable to shutdown process %s
+  via %s, forcefully exiting via %s" with SIGKILL;
+- srun --kill-on-bad-exit (SchedMD/slurm src/srun/launch.c @ 284c3b9: _step_signal(
+  SIG_TERM_KILL) on the first abnormal task exit; man srun -K): the step's other tasks are
+  terminated, and srun reports each as "host: task N: Killed" (strsignal of its WTERMSIG).
+
+So when the same text shows a rank that crashed on its own (SIGSEGV, SIGFPE, SIGILL, SIGBUS)
+and ranks ended by a bare SIGKILL, the SIGKILL is that teardown, not a second cause
+(after_crash); a kill the text itself ties to the OOM killer is read by its own rule, not here.
 """
 
 from __future__ import annotations
 
 import re
 import signal
+from collections.abc import Sequence
+from dataclasses import replace
 
 from correlator.taxonomy import Blame, Category, Verdict
 
@@ -66,6 +90,11 @@ _WORDS = {
 _CRASH = {11, 6, 8, 4}
 _MAX_SIGNAL = 31  # the standard signals; 256 - N above that would be real-time signals
 _STOP = {15, 2, 1, 13}
+_KILLED = Category.OOM_HOST  # the reading of a SIGKILL alone (signal_verdict)
+# Signals a process gets from its own fault, never from a launcher's teardown. SIGABRT is left
+# out: ProcessGroupNCCL's watchdog ends a rank whose collective timed out with std::abort(), so
+# an -6 beside a SIGKILL may be the survivors of a rank the OOM killer took.
+SELF_CRASH = frozenset({4, 7, 8, 11})
 
 
 def signal_of_word(word: str) -> int | None:
@@ -95,7 +124,14 @@ def decode(
     return None, code
 
 
-def _v(cat: Category | None, blame: Blame, conf: float, summary: str, action: str) -> Verdict:
+def _v(
+    cat: Category | None,
+    blame: Blame,
+    conf: float,
+    summary: str,
+    action: str,
+    sig: int | None = None,
+) -> Verdict:
     return Verdict(
         category=cat,
         blame=blame,
@@ -104,11 +140,16 @@ def _v(cat: Category | None, blame: Blame, conf: float, summary: str, action: st
         summary=summary,
         root_cause=False,
         priority=4 if cat is None else 7,
+        signal=sig,
     )
 
 
 def signal_verdict(sig: int) -> Verdict:
     """What a process killed by signal `sig` (and nothing else) most likely means."""
+    return replace(_alone(sig), signal=sig)
+
+
+def _alone(sig: int) -> Verdict:
     name = SIGNAL_NAMES.get(sig, f"signal {sig}")
     if sig == 9:
         return _v(
@@ -207,3 +248,31 @@ def verdict_from(
     if status is not None:
         return exit_verdict(status)
     return None
+
+
+def teardown_verdict() -> Verdict:
+    """A process killed by SIGKILL beside a rank that crashed: its launcher's teardown."""
+    return _v(
+        None,
+        Blame.UNKNOWN,
+        0.2,
+        "a process was killed by SIGKILL after another rank crashed: launchers (MPD, Hydra, "
+        "Open MPI, torchrun, srun --kill-on-bad-exit) end the surviving ranks with SIGKILL, "
+        "so that is a consequence, not a cause",
+        "look at the rank that crashed",
+        9,
+    )
+
+
+def after_crash(verdicts: Sequence[Verdict | None]) -> list[Verdict | None]:
+    """The verdicts of one failure, each bare SIGKILL read as the launcher's teardown when
+    another shows a rank that crashed on its own (SELF_CRASH); unchanged otherwise."""
+    crashed = any(v is not None and v.signal in SELF_CRASH and v.category for v in verdicts)
+    if not crashed:
+        return list(verdicts)
+    # only the signal reasoner's own SIGKILL verdict: a kill a rule read as the OOM killer's
+    # carries no signal and stays the cause
+    return [
+        teardown_verdict() if v is not None and v.signal == 9 and v.category is _KILLED else v
+        for v in verdicts
+    ]

@@ -130,18 +130,12 @@ ROUND29_OPEN: dict[str, str] = {}
 # (strict, as ROUND29_OPEN was). 847 (the raylet's fatal 'This node has beem marked as dead.')
 # and 849 (sinfo -R rows whose 20-character REASON is 'gres/gpu count repor') are covered by
 # ray.json's ray_raylet_marked_dead_self and slurm.json's sinfo_reason_row_truncated, read from
-# the emitters' sources (tests/correlator/test_rules_emitters_round30.py).
-ROUND30_OPEN: dict[str, str] = {
-    "854_mpd-collective-abort-signal-11-and-9.txt": (
-        "MPICH's MPD `rank N in job J host_port caused collective abort of all ranks` with "
-        "`exit status of rank N: killed by signal 11` for three ranks and `signal 9` for one: "
-        "explain recognises nothing. Read by MPD's formats (pmodels/mpich "
-        "src/pm/mpd/mpiexec.py), explain's reasoner would take the SIGKILL (oom_host/unknown, "
-        "the label's alternative) while the live correlator takes the latest rank's SIGSEGV "
-        "(user_code/job), and the ingest test wants them to agree: which reading wins when a "
-        "lone SIGKILL stands beside crashes is left to a later round"
-    ),
-}
+# the emitters' sources (tests/correlator/test_rules_emitters_round30.py). 854 (MPICH's MPD:
+# three ranks 'killed by signal 11', one 'killed by signal 9') is read by mpi.json's MPD rules
+# (pmodels/mpich src/pm/mpd/mpiexec.py), and its lone SIGKILL as MPD's teardown after the
+# crash (mpdman.py kills every other rank's process group with SIGKILL), in explain and the
+# live correlator alike (signals.after_crash; test_rules_emitter_formats_teardown_kills.py).
+ROUND30_OPEN: dict[str, str] = {}
 # every round's open training misses with their reasons: the metamorphic tests leave them out
 OPEN_ROUNDS = {
     **{f: "round twelve: written before the rules that cover it" for f in ROUND12_OPEN},
