@@ -21,6 +21,7 @@ from correlator.attribution import (
     select_events,
     to_ev,
 )
+from correlator.edac import CeStorms
 from correlator.holdings import AllocationIndex, GpuDirectory, JobRef, load_jobs
 from correlator.incidents import IncidentBook, fingerprint, identity
 from correlator.models import CorrelationReport, Incident, IncidentState
@@ -60,6 +61,7 @@ class EventPass:
             window_s=settings.correlator_repeat_fault_window_s,
             min_users=settings.correlator_repeat_fault_users,
         )
+        self.ce_storms = CeStorms(session, book=book)
 
     def _probe(self, evs: Sequence[Ev]) -> None:
         """Record ingest times of this pass's events that changed an incident (latency)."""
@@ -100,9 +102,11 @@ class EventPass:
                 self.report.events_attributed += bool(ev.jobs)
                 self.report.events_classified += ev.verdict is not None
                 self._route(ev, failures, nccl, symptoms)
+                self.ce_storms.note(ev)
             except Exception as exc:  # one bad event must not stall the cursor for all others
                 self._failed(row, exc)
         self.book.flush()
+        self.ce_storms.file(self.gpus)  # one module's CE lines, each no verdict, summed
         self.report.events_read += len(rows)
         for job_id, evs in nccl.items():
             self._nccl(self._job(job_id), evs, symptoms.get(job_id, []))

@@ -13,6 +13,7 @@ from typing import Any
 
 from collector.parse.common import MAX_MESSAGE, MAX_RAW, FloodCollapser, cap, clean_line
 from collector.parse.common import normalize_pci_bus_id as _norm
+from collector.parse.kernel_edac import edac_ce
 from collector.parse.kernel_groups import GROUPED, OpenGroups
 from collector.parse.kernel_host import aer, oom
 from collector.parse.kernel_node import WORTH_A_LOOK as _NODE_WORTH
@@ -39,7 +40,7 @@ def classify_kernel_message(message: str) -> Match | None:
     """Recognize one kernel message (no time prefix); None for lines that matter to no one."""
     if not (_WORTH_A_LOOK.search(message) or _NODE_WORTH.search(message)):
         return None
-    for rec in (*RECOGNIZERS, aer, oom, node_fault):
+    for rec in (*RECOGNIZERS, aer, oom, node_fault, edac_ce):
         if (m := rec(message)) is not None:
             return m
     return None

@@ -7,6 +7,7 @@ from dataclasses import dataclass, replace
 
 from collector.parse.joblog import leading_ts
 from correlator.explain.hosts import distinct
+from correlator.explain.readers_edac import edac_ce_storms
 from correlator.rules import caused_by, classify_event
 from correlator.rules.checks import shows_fault, with_cause
 from correlator.rules.signals import after_crash, decode
@@ -32,7 +33,9 @@ class Conclusion:
 
 
 def findings(events: list[Event]) -> list[Finding]:
-    """Events that mean something, each with its verdict."""
+    """Events that mean something, each with its verdict; one memory module's EDAC CE lines
+    that reach mcelog's DIMM trigger together (the agent reads them one a line) mean more."""
+    events = events + edac_ce_storms(events)
     return [Finding(ev, v) for ev in events if (v := classify_event(ev)) is not None]
 
 

@@ -14,7 +14,9 @@ into the events `explain` concludes from. The others cannot, and are counted by 
 
 The agent does read job stdout/stderr (launcher exit and signal lines, MPI and Ray runtime
 reports, UCX/NCCL/c10d socket and fabric lines, slurmstepd/srun errors) and the kernel log
-(host lockups, machine checks, I/O errors besides the GPU driver's lines): those go through.
+(host lockups, machine checks, I/O errors besides the GPU driver's lines; EDAC corrected-error
+lines, each a report, which explain and the live correlator sum per memory module alike,
+collector/parse/kernel_edac.py): those go through.
 Disagreements are listed by file for training cases and only counted for the held-out cases
 (validation, validation_3, validation_4), whose per-case results are not shown; see the corpus
 README. The agent's job-log source also passes on failure-worded lines that no recognizer reads
@@ -169,3 +171,13 @@ def test_cases_that_cannot_go_through_ingest_have_a_reason(outcome: dict[str, An
     # training case and three held-out cases read so (the third held-out one came with round
     # twenty-two's draw; counted, never listed)
     assert reasons["not an incident"] <= 4
+
+
+def test_a_dimm_corrected_error_storm_goes_through_ingest_as_a_node_fault(
+    outcome: dict[str, Any],
+) -> None:
+    # training case 836: one module's EDAC CE lines over mcelog's DIMM trigger, which the agent
+    # reads one event a line and the live correlator sums (correlator/edac.py)
+    case = outcome["836_errol-edac-ce-dimm-machine-check-events.txt"]
+    assert "why_not" not in case and case["want"] == ("node", "node")
+    assert ("node", "node") in case["live"]
