@@ -58,15 +58,15 @@ class CeStorms:
         lo, hi = self.spans.get(ev.node, (ev.ts, ev.ts))
         self.spans[ev.node] = (min(lo, ev.ts), max(hi, ev.ts))
 
-    def file(self, gpus: GpuDirectory) -> int:
-        """File (or update) one incident per node and module at or over the trigger; how many."""
-        filed = 0
+    def file(self, gpus: GpuDirectory) -> list[Ev]:
+        """File (or update) one incident per node and module at or over the trigger; the CE
+        events those incidents now hold (the pass records their ingest latency)."""
+        filed: list[Ev] = []
         for node, (lo, hi) in sorted(self.spans.items()):
             for module, evs in self._modules(node, lo - CE_WINDOW_S, hi, gpus).items():
                 count, span = most_in_a_day((e.ts, _errors(e)) for e in evs)
-                if count >= CE_THRESHOLD:
-                    self._file(node, module, evs, count, span)
-                    filed += 1
+                if count >= CE_THRESHOLD and self._file(node, module, evs, count, span):
+                    filed += evs
         self.spans.clear()
         return filed
 
@@ -89,11 +89,11 @@ class CeStorms:
                 out[str(ev.payload.get("module"))].append(ev)
         return out
 
-    def _file(self, node: str, module: str, evs: list[Ev], count: int, span: float) -> None:
+    def _file(self, node: str, module: str, evs: list[Ev], count: int, span: float) -> bool:
         last = evs[-1]
         verdict = _verdict(node, module, count, span, last)
         if verdict is None:  # the rule is gone: nothing to say the sum means
-            return
+            return False
         inc = self.book.get_or_open(fingerprint("edac_ce", node, module), last, verdict, None)
         if inc.details.get("priority", -1) < verdict.priority:
             self.book._set_root(inc, last, verdict)
@@ -108,6 +108,7 @@ class CeStorms:
                 have.add(ev.id)
         inc.details["memory_module"] = module
         self.book.changed[inc.fingerprint] = inc
+        return True
 
 
 def _verdict(node: str, module: str, count: int, span: float, last: Ev) -> Verdict | None:

@@ -106,7 +106,7 @@ class EventPass:
             except Exception as exc:  # one bad event must not stall the cursor for all others
                 self._failed(row, exc)
         self.book.flush()
-        self.ce_storms.file(self.gpus)  # one module's CE lines, each no verdict, summed
+        self._probe(self.ce_storms.file(self.gpus))  # one module's CE lines, summed
         self.report.events_read += len(rows)
         for job_id, evs in nccl.items():
             self._nccl(self._job(job_id), evs, symptoms.get(job_id, []))

@@ -49,7 +49,8 @@ def test_ten_corrected_errors_of_one_module_in_a_day_open_one_node_incident(
 ) -> None:
     fleet = _fleet(session_factory)
     fleet.events(*[_ce(DIMM_A, n, T0 + 600 * i) for i, n in enumerate((4, 2, 3, 1))])
-    fleet.correlate(now=T0 + 3600)
+    report = fleet.correlate(now=T0 + 3600)
+    assert len(report.incident_event_received_ts) == 4  # their ingest latency is measured
     filed = _filed(session_factory)
     assert [(i.category, i.blame, i.culprit_node) for i in filed] == [("node", "node", NODE)]
     assert filed[0].count == 10 and len(filed[0].evidence_event_ids) == 4
