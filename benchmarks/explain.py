@@ -7,11 +7,11 @@ Top level (whole corpus, as before): {"n", "category_accuracy", "blame_accuracy"
 "training_added_round3" / "_round4" / "_round5" / "_round8" / "_round9" / "_round10" /
 "_round11" / "_round12" / "_round13" / "_round14" / "_round15" / "_round16" / "_round17" /
 "_round18" / "_round19" / "_round20" / "_round21" / "_round22" / "_round23" / "_round24" /
-"_round25" / "_round26" / "_round27" / "_round28" / "_round29" / "_round30": those of the third /
-fourth / fifth / eighth / ninth / tenth / eleventh / twelfth / thirteenth / fourteenth /
-fifteenth / sixteenth / seventeenth / eighteenth / nineteenth / twentieth / twenty-first /
-twenty-second / twenty-third / twenty-fourth / twenty-fifth / twenty-sixth / twenty-seventh /
-twenty-eighth / twenty-ninth / thirtieth round alone),
+"_round25" / "_round26" / "_round27" / "_round28" / "_round29" / "_round30" / "_round31": those
+of the third / fourth / fifth / eighth / ninth / tenth / eleventh / twelfth / thirteenth /
+fourteenth / fifteenth / sixteenth / seventeenth / eighteenth / nineteenth / twentieth /
+twenty-first / twenty-second / twenty-third / twenty-fourth / twenty-fifth / twenty-sixth /
+twenty-seventh / twenty-eighth / twenty-ninth / thirtieth / thirty-first round alone),
 "before":
 the frozen figures the rules scored before issue #11 changed any rule, "round1": the
 figures round one of issue #11 left (benchmarks/explain_round1.json), "round2": the figures
@@ -75,8 +75,8 @@ round twenty-nine's new cases, measured before round twenty-nine changed any rul
 (benchmarks/explain_round28.json), "round29": the figures the rules of main at 2f7f3d3
 scored on every split of the corpus with round thirty's new cases, measured before round thirty
 changed any rule (benchmarks/explain_round29.json), and "round30": the figures the rules of main
-at 08027c4 scored on every split of the corpus, measured before round thirty-one changed any rule
-(benchmarks/explain_round30.json).
+at 08027c4 scored on every split of the corpus with round thirty-one's new cases, measured before
+round thirty-one changed any rule (benchmarks/explain_round30.json).
 "validation_3": a second held-out split gathered in round three from sources no other case
 uses, labelled and scored with round two's rules before any rule of round three was written;
 "validation_4": a third one, gathered in round eight from sources no other case uses, labelled
@@ -123,7 +123,9 @@ twenty-eight was written; "validation_24": a twenty-third one, gathered in round
 sources no other case uses, labelled and scored with the rules of b710e09 before any rule of
 round twenty-nine was written; "validation_25": a twenty-fourth one, gathered in round thirty
 from sources no other case uses, labelled and scored with the rules of 2f7f3d3 before any rule
-of round thirty was written.
+of round thirty was written; "validation_26": a twenty-fifth one, gathered in round thirty-one
+from sources no other case uses, labelled and scored with the rules of 08027c4 before any rule of
+round thirty-one was written.
 
 Per split: culprit_accuracy (the node, over cases whose label names one), culprit_missed_unnamed
 and culprit_missed_other (of those, the cases explain named no node for / named another node
@@ -157,7 +159,7 @@ _FROZEN = (
 )
 # the held-out splits in the order they were drawn (there is no validation_2: the second one,
 # gathered in round three, is validation_3)
-_HELD_OUT = ("validation", *(f"validation_{i}" for i in range(3, 26)))
+_HELD_OUT = ("validation", *(f"validation_{i}" for i in range(3, 27)))
 _SPLITS = ("training", *_HELD_OUT)
 _JOB_TRUTH = {"user_code", "oom_host", "oom_gpu"}
 
@@ -228,7 +230,7 @@ def _original_sources(labels: list[dict[str, Any]]) -> set[str]:
 
 
 # The training rounds a case may be marked with ("round3": true ...), each reported apart.
-_ROUNDS = tuple(f"round{i}" for i in (3, 4, 5, *range(8, 31)))
+_ROUNDS = tuple(f"round{i}" for i in (3, 4, 5, *range(8, 32)))
 # The groups reported, in this order, when they have cases.
 _GROUPS = (
     "training",

@@ -94,3 +94,7 @@ VALIDATION_24_SHA256 = "c7b59cff023e8a4a2dfa2baa5797a99923af3ddea66fb90f502dbee5
 # the 10 sorted new sources after random.Random(50).shuffle, drawn before any rule of round
 # thirty and scored once with the rules of 2f7f3d3): never move a case in or out.
 VALIDATION_25_SHA256 = "47fe61c846dadfdc92d51417a43869d8a79ee14bde22e5960f8239528fee703a"
+# sha256 of the sorted validation_26 sources (round thirty-one's held-out split: the first half of
+# the 10 sorted new sources after random.Random(52).shuffle, drawn before any rule of round
+# thirty-one and scored once with the rules of 08027c4): never move a case in or out.
+VALIDATION_26_SHA256 = "011563ff11e07565fc4caad97262d2df6263fe4a07f0f51f2f984205cb36cfdc"
