@@ -86,6 +86,9 @@ JOB_AND_SCHEDULER: tuple[PatternRule, ...] = (
     # --force is called." and "(1) SIGKILL by the user or system OOM killer, (2) Invalid
     # memory access", ray.json's sources): a guess, not a kill, also when a terminal's wrap
     # cuts the list off from Ray's own line
+    # RMM's device-memory exceptions are std::bad_alloc by type and MemoryError in Python
+    # ('std::bad_alloc: out_of_memory: RMM failure at: ...', rapidsai/rmm error.hpp): GPU
+    # memory, read by rmm.json, not the host's
     _p(
         "host_oom",
         r"(?<!SIGKILL by )(?<!user or system )"
@@ -95,7 +98,10 @@ JOB_AND_SCHEDULER: tuple[PatternRule, ...] = (
         r"OOMKilled|"
         r"OUT_OF_MEMORY|exceeded (its |the )?memory limit|low on resource: memory|"
         r"The node was low on resource|"
-        r"\bMemoryError\b|Cannot allocate memory|can't allocate memory|std::bad_alloc",
+        r"\bMemoryError\b"
+        r"(?!: std::bad_alloc: (?:out_of_memory: )?(?:RMM failure at|CUDA error at))|"
+        r"Cannot allocate memory|can't allocate memory|"
+        r"std::bad_alloc(?!: (?:out_of_memory: )?(?:RMM failure at|CUDA error at))",
         HOOM,
         Blame.JOB,
         action=(

@@ -137,32 +137,15 @@ ROUND29_OPEN: dict[str, str] = {}
 # live correlator alike (signals.after_crash; test_rules_emitter_formats_teardown_kills.py).
 ROUND30_OPEN: dict[str, str] = {}
 # Round thirty-one's new training cases that the rules of 08027c4 get wrong, each with the
-# reason (strict, as ROUND30_OPEN was).
-ROUND31_OPEN: dict[str, str] = {
-    "858_dask-cuda-worker-nanny-95-percent-memory-budget-restart.txt": (
-        "Dask's nanny `Worker exceeded 95% memory budget. Restarting` and `Worker process N was "
-        "killed by signal 15` after `Worker is at 84% memory usage. Pausing worker.`: explain "
-        "recognises nothing; the corpus reads the nanny enforcing the worker's memory limit as "
-        "oom_host/job"
-    ),
-    "859_dask-cuda-rmm-pool-maximum-pool-size-exceeded.txt": (
-        "RMM's `std::bad_alloc: out_of_memory: RMM failure at: ... "
-        "pool_memory_resource.hpp:192: Maximum pool size exceeded` on a dask-cuda worker: "
-        "explain reads `std::bad_alloc` as host memory (oom_host/job); the corpus reads RMM's "
-        "device-memory pool running out as oom_gpu/job"
-    ),
-    "862_hydra-proxy-execvp-error-on-file-0-gpu-node.txt": (
-        "Hydra's `[proxy:0:2@host] HYDU_create_process (./utils/launch/launch.c:69): execvp "
-        "error on file 0 (No such file or directory)`: explain recognises nothing; the corpus "
-        "reads the job's command naming no program that exists as user_code/job, the proxy's "
-        "host not at fault"
-    ),
-    "863_slurmd-fatal-mig-mode-enabled-no-mig-devices.txt": (
-        "slurmd's `fatal: MIG mode is enabled, but no MIG devices were found. Please either "
-        "create MIG instances, ...` (its NVML GPU autodetection): explain recognises nothing; "
-        "the corpus reads a node whose slurmd cannot start for its GPU configuration as node/node"
-    ),
-}
+# reason (strict, as ROUND30_OPEN was). All four are covered by rules read from the emitters'
+# sources (tests/correlator/test_rules_emitters_round31.py): 858 (Dask's nanny 'Worker exceeded
+# 95% memory budget. Restarting') by dask.json's dask_nanny_memory_budget_restart, 859 (RMM's
+# 'std::bad_alloc: out_of_memory: RMM failure at: ... Maximum pool size exceeded') by rmm.json's
+# rmm_device_out_of_memory with the host OOM rule no longer reading RMM's device exceptions, 862
+# (Hydra's 'execvp error on file 0 (No such file or directory)') by mpi.json's
+# hydra_execvp_error and 863 (slurmd's 'fatal: MIG mode is enabled, but no MIG devices were
+# found') by slurm.json's slurmd_nvml_mig_without_instances.
+ROUND31_OPEN: dict[str, str] = {}
 # every round's open training misses with their reasons: the metamorphic tests leave them out
 OPEN_ROUNDS = {
     **{f: "round twelve: written before the rules that cover it" for f in ROUND12_OPEN},

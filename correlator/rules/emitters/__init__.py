@@ -117,6 +117,8 @@ FAMILY_FILES = (
     "apptainer.json",
     "linux_kernel.json",
     "cuda.json",
+    # RMM's device out-of-memory is a std::bad_alloc by type: read before the host OOM rule
+    "rmm.json",
     "triton.json",
     "nccl.json",
     "ib_verbs.json",
