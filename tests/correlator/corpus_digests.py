@@ -98,3 +98,7 @@ VALIDATION_25_SHA256 = "47fe61c846dadfdc92d51417a43869d8a79ee14bde22e5960f823952
 # the 10 sorted new sources after random.Random(52).shuffle, drawn before any rule of round
 # thirty-one and scored once with the rules of 08027c4): never move a case in or out.
 VALIDATION_26_SHA256 = "011563ff11e07565fc4caad97262d2df6263fe4a07f0f51f2f984205cb36cfdc"
+# sha256 of the sorted validation_27 sources (round thirty-two's held-out split: the first half of
+# the 10 sorted new sources after random.Random(54).shuffle, drawn before any rule of round
+# thirty-two and scored once with the rules of e520538): never move a case in or out.
+VALIDATION_27_SHA256 = "36b2efe7e64ee976ce63ddd25e9cf265cb1cddeb8f8f17f53f98f98a12b1f777"
