@@ -147,19 +147,12 @@ ROUND30_OPEN: dict[str, str] = {}
 # found') by slurm.json's slurmd_nvml_mig_without_instances.
 ROUND31_OPEN: dict[str, str] = {}
 # Round thirty-two's new training cases that the rules of e520538 get wrong, each with the
-# reason (strict, as ROUND31_OPEN was).
-ROUND32_OPEN: dict[str, str] = {
-    "868_processgroupnccl-exception-dump-flag-global-store-connection-reset.txt": (
-        "ProcessGroupNCCL's `Failed to get exception dump flag from the global store.Connection "
-        "reset by peer` raised from the TCPStore's recvBytes: explain recognises nothing; the "
-        "corpus reads a TCPStore socket reset as interconnect/unknown, no peer named"
-    ),
-    "869_horovod-gloo-run-processes-exit-status-code-250-two-nodes.txt": (
-        "Horovod's launcher `Process N exit with status code 250.` for every process, then its "
-        "run() traceback: explain recognises nothing; the corpus reads processes exiting with a "
-        "non-signal code as user_code/job"
-    ),
-}
+# reason (strict, as ROUND31_OPEN was). Both are covered by rules read from the emitters' sources
+# (tests/correlator/test_rules_emitters_round32.py): 868 (ProcessGroupNCCL's heartbeat monitor
+# 'Failed to get exception dump flag from the global store.Connection reset by peer') by
+# pytorch.json's pg_dump_flag_store_error and 869 (Horovod's gloo launcher 'Process N exit with
+# status code 250.') by horovod.json's horovod_gloo_process_exit.
+ROUND32_OPEN: dict[str, str] = {}
 # every round's open training misses with their reasons: the metamorphic tests leave them out
 OPEN_ROUNDS = {
     **{f: "round twelve: written before the rules that cover it" for f in ROUND12_OPEN},
