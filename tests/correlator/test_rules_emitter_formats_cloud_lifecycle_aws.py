@@ -69,14 +69,15 @@ def _instance_status(events: list[dict[str, str]], system: str = "ok") -> str:
 
 
 @pytest.mark.parametrize(("code", "description", "want"), EVENT_CODES)
-@pytest.mark.parametrize("completed", [False, True])
 def test_an_ec2_scheduled_event_is_read_by_its_code(
-    code: str, description: str, want: tuple[str, str], completed: bool
+    code: str, description: str, want: tuple[str, str]
 ) -> None:
+    # a canceled or completed event ("[Completed] ..." Description) is no verdict: see
+    # test_rules_emitter_formats_leftovers.py
     event = {
         "InstanceEventId": "instance-event-0abcdef1234567890",
         "Code": code,
-        "Description": ("[Completed] " if completed else "") + description,
+        "Description": description,
         "NotBefore": "2026-03-05T00:00:00.000Z",
     }
     text = _instance_status([event])
