@@ -7,6 +7,7 @@ import json
 import re
 
 from correlator.explain.hosts import clean_host
+from correlator.explain.hosts_yaml import block_mapping, yaml_record_spans
 
 # Cloud Logging LogEntry records (gcloud logging read --format=json: an array of objects, pretty
 # printed; a sink's export: one object a line). https://cloud.google.com/logging/docs/reference/
@@ -24,7 +25,14 @@ from correlator.explain.hosts import clean_host
 # `journalctl -o json-pretty` prints each entry as one object over many lines, the node in its
 # "_HOSTNAME" field (systemd.journal-fields(7); journalctl(1) --output json-pretty).
 _GCE_INSTANCE = re.compile(r"^projects/[^/]+/zones/[^/]+/instances/([^/]+)$")
-_LOGENTRY_KEYS = ('"insertId"', '"logName"', '"involvedObject"', '"_HOSTNAME"')
+_LOGENTRY_KEYS = (
+    '"insertId"',
+    '"logName"',
+    '"involvedObject"',
+    '"_HOSTNAME"',
+    "insertId:",
+    "logName:",
+)
 
 
 def _record_spans(lines: list[str]) -> list[tuple[int, int]]:
@@ -48,17 +56,20 @@ def _record_spans(lines: list[str]) -> list[tuple[int, int]]:
 
 
 def _entry_host(text: str) -> str | None:
-    """The host a record names: a journal entry's _HOSTNAME; a LogEntry's resource_name label,
-    else a gce_instance audit entry's instance, else a k8s_node's node_name; a Kubernetes
-    Event's source.host."""
+    """The host a JSON record names (see _record_host)."""
     try:
         rec = json.loads(text.strip().rstrip(","))
     except ValueError:
         return None
-    if not isinstance(rec, dict):
-        return None
+    return _record_host(rec) if isinstance(rec, dict) else None
+
+
+def _record_host(rec: dict[str, object]) -> str | None:
+    """The host a record names: a journal entry's _HOSTNAME; a LogEntry's resource_name label,
+    else a gce_instance audit entry's instance, else a k8s_node's node_name; a Kubernetes
+    Event's source.host."""
     if isinstance(rec.get("_HOSTNAME"), str):  # a journal entry
-        return clean_host(rec["_HOSTNAME"])
+        return clean_host(rec["_HOSTNAME"])  # type: ignore[arg-type]
     labels, res = rec.get("labels"), rec.get("resource")
     if isinstance(labels, dict) and isinstance(
         labels.get("compute.googleapis.com/resource_name"), str
@@ -101,4 +112,8 @@ def logentry_hosts(lines: list[str]) -> list[str | None]:
         host = _entry_host("\n".join(lines[first : last + 1]))
         for i in range(first, last + 1):
             hosts[i] = host
+    for first, last in yaml_record_spans(lines):
+        host = _record_host(block_mapping(lines[first : last + 1]))
+        for i in range(first, last + 1):
+            hosts[i] = hosts[i] or host
     return hosts

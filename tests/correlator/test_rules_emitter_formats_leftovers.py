@@ -7,6 +7,13 @@ the metadata item events/maintenance/history lists "[Canceled] scheduled reboot"
 "canceled") and "[Completed] scheduled reboot" (State "completed") (awsdocs/amazon-ec2-user-guide
 doc_source/monitoring-instances-status-check_sched.md @902a4562ef8e). Label: no verdict, since
 a canceled event never happened and a completed one may be a week old.
+
+Compute Engine audit entries as `gcloud logging read` prints them by default, YAML (one
+document per LogEntry, "---" between; https://cloud.google.com/sdk/gcloud/reference/logging/read
+and .../reference/topic/formats), the instance in protoPayload.resourceName
+("projects/P/zones/Z/instances/NAME", https://cloud.google.com/logging/docs/reference/audit/
+auditlog/rest/Shared.Types/AuditLog) or a log's labels.compute.googleapis.com/resource_name:
+the node is that instance, as in the JSON form (test_rules_emitter_formats_cloud_lifecycle.py).
 """
 
 from __future__ import annotations
@@ -102,3 +109,84 @@ def test_powershells_ec2_event_is_read_unless_completed(
     )
     got = explain_text(text)
     assert ((got.category, got.blame) if got.category else None) == want, got.explanation
+
+
+GCE_INSTANCES = ("gpu-a3-node-7", "a100-worker-12")
+GCE_METHODS = {
+    "compute.instances.hostError": ("Instance terminated by Compute Engine.", ("node", "node")),
+    "compute.instances.preempted": ("Instance was preempted.", ("scheduler", "infra")),
+    "compute.instances.terminateOnHostMaintenance": (
+        "Instance terminated during Compute Engine maintenance.",
+        ("node", "infra"),
+    ),
+}
+
+
+def _yaml(value: object, indent: int = 0) -> list[str]:
+    """gcloud's yaml printer's block style: sorted keys, two spaces a level, strings that
+    would read as other types single-quoted."""
+    out: list[str] = []
+    assert isinstance(value, dict)
+    for key in sorted(value):
+        name = f"'{key}'" if key.startswith("@") else key
+        item = value[key]
+        if isinstance(item, dict):
+            out.append(" " * indent + f"{name}:")
+            out += _yaml(item, indent + 2)
+        else:
+            text = f"'{item}'" if str(item)[:1].isdigit() else str(item)
+            out.append(" " * indent + f"{name}: {text}")
+    return out
+
+
+def _audit_yaml(method: str, k: int) -> list[str]:
+    entry = {
+        "insertId": f"-x1y2z3e{k}abcd",
+        "logName": "projects/train-proj/logs/cloudaudit.googleapis.com%2Fsystem_event",
+        "operation": {
+            "first": "true",
+            "id": f"systemevent-170928240000{k}-6129a3b2c1d0e",
+            "last": "true",
+            "producer": method,
+        },
+        "protoPayload": {
+            "@type": "type.googleapis.com/google.cloud.audit.AuditLog",
+            "authenticationInfo": {"principalEmail": "system@google.com"},
+            "methodName": method,
+            "resourceName": f"projects/train-proj/zones/us-central1-a/instances/{GCE_INSTANCES[k]}",
+            "serviceName": "compute.googleapis.com",
+            "status": {"message": GCE_METHODS.get(method, ("Instance started.",))[0]},
+        },
+        "receiveTimestamp": f"2026-03-0{k + 1}T10:00:01.5Z",
+        "resource": {
+            "labels": {"instance_id": f"81234567890123{k:05d}", "project_id": "train-proj"},
+            "type": "gce_instance",
+        },
+        "severity": "INFO",
+        "timestamp": f"2026-03-0{k + 1}T10:00:00.9Z",
+    }
+    return _yaml(entry)
+
+
+_READ = "$ gcloud logging read 'logName:cloudaudit.googleapis.com%2Fsystem_event' --limit 5\n"
+
+
+@pytest.mark.parametrize("method", sorted(GCE_METHODS))
+@pytest.mark.parametrize("k", range(len(GCE_INSTANCES)))
+def test_a_yaml_compute_engine_system_event_names_the_instance_it_acted_on(
+    method: str, k: int
+) -> None:
+    text = _READ + "\n".join(_audit_yaml(method, k)) + "\n"
+    got = explain_text(text)
+    want = GCE_METHODS[method][1]
+    assert (got.category, got.blame, got.node) == (*want, GCE_INSTANCES[k]), (text, got.explanation)
+
+
+@pytest.mark.parametrize("method", sorted(GCE_METHODS))
+def test_the_yaml_document_with_the_event_names_its_instance_not_the_others(method: str) -> None:
+    # the newest entry first (gcloud logging read's default --order=desc), "---" between them
+    docs = [_audit_yaml(method, 1), _audit_yaml("compute.instances.start", 0)]
+    text = _READ + "\n---\n".join("\n".join(d) for d in docs) + "\n"
+    got = explain_text(text)
+    want = GCE_METHODS[method][1]
+    assert (got.category, got.blame, got.node) == (*want, GCE_INSTANCES[1]), (text, got.explanation)
