@@ -30,6 +30,14 @@ Sources:
   "DOWN+NOT_RESPONDING", "IDLE+CLOUD+POWERED_DOWN"), and a "Reason=%s [%s@%s]" line only when
   the node has a reason. Healthy: IDLE / ALLOCATED / MIXED with no flag but CLOUD, COMPLETING,
   PLANNED or RESERVED, and no Reason;
+- `kubectl describe node`: kubernetes/kubectl pkg/describe/describe.go (eb8363330e83)
+  describeNode: "Name:\t%s", ..., printNodeTaintsMultiline "Taints:\t<none>" when it has none,
+  "Unschedulable:\t%v", then "Conditions:" with the "  Type\tStatus\tLastHeartbeatTime..."
+  header, a "  ----" rule and a "  %v \t%v \t..." row per condition (Type, Status), then
+  "Addresses:" ... and the Events table, each section's lines indented under its "Key:" line.
+  The node conditions are problems when True (MemoryPressure, DiskPressure, PIDPressure,
+  NetworkUnavailable, node-problem-detector's) except Ready, which must be True. Healthy: every
+  condition False but Ready True, no taint, schedulable, and no line of the block failing;
 - shell prompts (bash's, zsh's, fish's, hosts.py BASH_PROMPT, hosts_fields.ZSH_PROMPT and
   FISH_PROMPT): the host of a prompt is where its command ran, so a failure is that host's
   when it is in the output of a command typed there (the lines up to the next prompt), or,
@@ -60,6 +68,16 @@ _SCONTROL_BASE_OK = frozenset({"IDLE", "ALLOCATED", "MIXED"})
 _SCONTROL_FLAGS_OK = frozenset({"CLOUD", "COMPLETING", "PLANNED", "RESERVED"})
 _STATE = re.compile(r"(?:^|\s)State=(?P<s>\S+)")
 _REASON = re.compile(r"(?:^|\s)Reason=\S")
+# describeNode's keys at the margin (describe.go; describeNodeResource's "Non-terminated Pods"
+# and "Allocated resources", DescribeEvents' "Events")
+_NODE_KEYS = (
+    "Name|Roles|Labels|Annotations|CreationTimestamp|Taints|Unschedulable|Lease|Conditions"
+    "|Addresses|Capacity|Allocatable|System Info|PodCIDRs?|ProviderID|Non-terminated Pods"
+    "|Allocated resources|Pods|Events"
+)
+_DESCRIBE_KEY = re.compile(rf"^({_NODE_KEYS}):\s*(.*)$")
+# a describe block's line: one of its keys at the margin, or any indented line
+_DESCRIBE_LINE = re.compile(rf"^(?:(?:{_NODE_KEYS}):|\s+\S)")
 _PROMPTS = tuple(re.compile(p) for p in (BASH_PROMPT, ZSH_PROMPT, FISH_PROMPT))
 
 
@@ -122,6 +140,44 @@ def _scontrol_blocks(lines: list[str], out: list[bool]) -> None:
         if healthy and not _REASON.search(block):
             for j in range(first, end):
                 out[j] = True
+
+
+def _describe_node_blocks(lines: list[str], failing: list[bool], out: list[bool]) -> None:
+    """`kubectl describe node` blocks (a "Name:" line to a blank line or one that is neither
+    a "Key:" line nor indented) of a healthy node (see the module's sources), every line."""
+    i = 0
+    while i < len(lines):
+        if not lines[i].startswith("Name:"):
+            i += 1
+            continue
+        end = i + 1
+        while end < len(lines) and _DESCRIBE_LINE.match(lines[end]):
+            end += 1
+        block = lines[i:end]
+        if _healthy_node(block) and not any(failing[i:end]):
+            out[i:end] = [True] * (end - i)
+        i = end
+
+
+def _healthy_node(block: list[str]) -> bool:
+    """A describe block's taints, schedulability and conditions show a healthy node."""
+    fields = {
+        k: v.strip() for ln in block if (m := _DESCRIBE_KEY.match(ln)) for k, v in [m.groups()]
+    }
+    if fields.get("Taints") != "<none>" or fields.get("Unschedulable") != "false":
+        return False
+    start = next((n for n, ln in enumerate(block) if ln.startswith("Conditions:")), None)
+    if start is None:
+        return False
+    rows = []
+    for ln in block[start + 1 :]:
+        if not ln[:1].isspace():
+            break
+        cells = ln.split()
+        if cells[:2] not in (["Type", "Status"], []) and not cells[0].startswith("-"):
+            rows.append(cells[:2])
+    ready = [s for t, s in rows if t == "Ready"]
+    return ready == ["True"] and all(s == "False" for t, s in rows if t != "Ready")
 
 
 def _prompt(line: str) -> re.Match[str] | None:
@@ -188,6 +244,7 @@ def not_at_fault(
     _kubectl_tables(lines, out)
     _sinfo_rows(lines, out)
     _scontrol_blocks(lines, out)
+    _describe_node_blocks(lines, failing, out)
     _idle_prompts(lines, named, failing, out)
     _quiet_streams(named, prefixed, failing, out)
     return out

@@ -14,6 +14,12 @@ and .../reference/topic/formats), the instance in protoPayload.resourceName
 ("projects/P/zones/Z/instances/NAME", https://cloud.google.com/logging/docs/reference/audit/
 auditlog/rest/Shared.Types/AuditLog) or a log's labels.compute.googleapis.com/resource_name:
 the node is that instance, as in the JSON form (test_rules_emitter_formats_cloud_lifecycle.py).
+
+The last resort (explain/hosts_health.py): a healthy `kubectl describe node` block (kubectl's
+describeNode) and squeue's running or pending rows name no culprit; an unhealthy block can.
+
+Node checks naming gpud's row-remap reasons read as the GPU's memory fault (rules/checks.py), and
+nvidia-smi's bracketed per-field errors in a headerless CSV row behind pdsh are read as NVML's.
 """
 
 from __future__ import annotations
@@ -190,3 +196,83 @@ def test_the_yaml_document_with_the_event_names_its_instance_not_the_others(meth
     got = explain_text(text)
     want = GCE_METHODS[method][1]
     assert (got.category, got.blame, got.node) == (*want, GCE_INSTANCES[1]), (text, got.explanation)
+
+
+# A failure that names no host (the driver's Xid line as the kernel logs it), for the last resort
+XID_NO_HOST = "NVRM: Xid (PCI:0000:18:00): 79, pid=1234, GPU has fallen off the bus.\n"
+
+
+def _describe_node(ready: str = "True", pressure: str = "False", taints: str = "<none>") -> str:
+    """`kubectl describe node` as kubectl's describeNode prints it (pkg/describe/describe.go)."""
+    beat = "Sun, 01 Mar 2026 08:19:00 +0000   Mon, 02 Feb 2026 10:00:00 +0000"
+    return (
+        "$ kubectl describe node gpu-node-3\n"
+        "Name:               gpu-node-3\n"
+        "Roles:              <none>\n"
+        "Labels:             kubernetes.io/hostname=gpu-node-3\n"
+        "                    nvidia.com/gpu.present=true\n"
+        "Annotations:        node.alpha.kubernetes.io/ttl: 0\n"
+        "CreationTimestamp:  Mon, 02 Feb 2026 10:00:00 +0000\n"
+        f"Taints:             {taints}\n"
+        "Unschedulable:      false\n"
+        "Lease:\n"
+        "  HolderIdentity:  gpu-node-3\n"
+        "  AcquireTime:     <unset>\n"
+        "  RenewTime:       Sun, 01 Mar 2026 08:20:00 +0000\n"
+        "Conditions:\n"
+        "  Type             Status  LastHeartbeatTime                 LastTransitionTime"
+        "                Reason                       Message\n"
+        "  ----             ------  -----------------                 ------------------"
+        "                ------                       -------\n"
+        f"  MemoryPressure   {pressure}   {beat}   KubeletHasSufficientMemory   "
+        "kubelet has sufficient memory available\n"
+        f"  DiskPressure     False   {beat}   KubeletHasNoDiskPressure     "
+        "kubelet has no disk pressure\n"
+        f"  PIDPressure      False   {beat}   KubeletHasSufficientPID      "
+        "kubelet has sufficient PID available\n"
+        f"  Ready            {ready}    {beat}   KubeletReady                 "
+        "kubelet is posting ready status\n"
+        "Addresses:\n"
+        "  InternalIP:  10.0.3.17\n"
+        "  Hostname:    gpu-node-3\n"
+        "Events:             <none>\n"
+    )
+
+
+def test_a_healthy_kubectl_describe_node_block_is_no_last_resort() -> None:
+    text = XID_NO_HOST + _describe_node()
+    got = explain_text(text)
+    assert (got.category, got.blame, got.node) == ("gpu_hardware", "node", None), got.explanation
+
+
+@pytest.mark.parametrize(
+    "unhealthy",
+    [
+        {"ready": "False"},
+        {"ready": "Unknown"},
+        {"pressure": "True"},
+        {"taints": "node.kubernetes.io/unreachable:NoSchedule"},
+    ],
+)
+def test_an_unhealthy_kubectl_describe_node_block_can_still_name_its_node(
+    unhealthy: dict[str, str],
+) -> None:
+    text = XID_NO_HOST + _describe_node(**unhealthy)
+    got = explain_text(text)
+    assert got.node == "gpu-node-3", got.explanation
+
+
+@pytest.mark.parametrize(
+    ("state", "where"),
+    [("R", "gpu-node-3"), ("PD", "(Resources)"), ("PD", "(Priority)")],
+)
+def test_a_running_or_pending_squeue_row_names_no_culprit(state: str, where: str) -> None:
+    # squeue's default format (SchedMD/slurm src/squeue/opts.c): JOBID PARTITION NAME USER ST
+    # TIME NODES NODELIST(REASON)
+    text = (
+        XID_NO_HOST + "$ squeue -u alice\n"
+        "             JOBID PARTITION     NAME     USER ST       TIME  NODES NODELIST(REASON)\n"
+        f"            123456       gpu    train    alice {state:>2}    1:02:03      1 {where}\n"
+    )
+    got = explain_text(text)
+    assert got.node is None, got.explanation
