@@ -47,7 +47,13 @@ HARDWARE: tuple[PatternRule, ...] = (
     ),
     _p(
         "remap_failure",
-        r"Remapping Failure Occurred\s*:\s*Yes|row remap(ping)? fail",
+        # gpud's remapped-rows state reason (leptonai/gpud components/accelerator/nvidia/
+        # remapped-rows/component_output.go @50b548fba4b6: "nvml GPU %s qualifies for RMA
+        # (failure occurred %v, uncorrectable errors %d)"; later "%s qualifies for RMA (row
+        # remapping failed, remapped due to %d uncorrectable error(s))", component_test.go
+        # @0143173e7038)
+        r"Remapping Failure Occurred\s*:\s*Yes|row remap(ping)? fail|"
+        r"qualifies for RMA \(failure occurred true\b",
         GPU,
         Blame.NODE,
         action="drain the node and run dcgmi diag; a failed row remap usually means RMA",
@@ -102,8 +108,13 @@ HARDWARE: tuple[PatternRule, ...] = (
     ),
     _p(
         "remap_pending",
+        # gpud's remapped-rows state reason for a GPU whose remapping is pending (same files:
+        # "nvidia-smi GPU %s needs reset (pending remapping %v)" / "nvml GPU %s ...", later
+        # "%s needs reset (detected pending row remapping)", its suggested action "row
+        # remapping pending requires GPU reset or system reboot")
         r"(Remapping|Pending)\s*(Pending)?\s*:\s*Yes|row remapping pending|"
-        r"New row marked for remapping",
+        r"New row marked for remapping|"
+        r"needs reset \((?:pending remapping true|detected pending row remapping)\)",
         GPU,
         Blame.NODE,
         action="reset the GPU when idle (drain first) to activate the pending row remap",

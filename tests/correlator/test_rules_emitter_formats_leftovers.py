@@ -276,3 +276,42 @@ def test_a_running_or_pending_squeue_row_names_no_culprit(state: str, where: str
     )
     got = explain_text(text)
     assert got.node is None, got.explanation
+
+
+# gpud's remapped-rows state reasons (leptonai/gpud components/accelerator/nvidia/remapped-rows/
+# component_output.go @50b548fba4b6; the later forms in component_test.go @0143173e7038)
+GPUD_PENDING = (
+    "nvml GPU GPU-4b6c1e2a-9f3d-4c1b-8e7a-0d2f5a6b7c8d needs reset (pending remapping true)",
+    "nvidia-smi GPU 00000000:18:00.0 needs reset (pending remapping true)",
+    "GPU-4b6c1e2a-9f3d-4c1b-8e7a-0d2f5a6b7c8d needs reset (detected pending row remapping)",
+)
+GPUD_FAILED = (
+    "nvml GPU GPU-4b6c1e2a-9f3d-4c1b-8e7a-0d2f5a6b7c8d qualifies for RMA (failure occurred "
+    "true, uncorrectable errors 8)",
+    "GPU-4b6c1e2a-9f3d-4c1b-8e7a-0d2f5a6b7c8d qualifies for RMA (row remapping failed, "
+    "remapped due to 3 uncorrectable error(s))",
+)
+
+
+def _checks(reason: str) -> list[str]:
+    """The reason as NHC's die() logs it and as Slurm shows the drain (rules/checks.py)."""
+    return [
+        f"ERROR:  nhc:  Health check failed:  {reason}\n",
+        "NodeName=gpu-n12 Arch=x86_64 CoresPerSocket=48\n"
+        "   State=IDLE+DRAIN ThreadsPerCore=1\n"
+        f"   Reason={reason} [root@2026-03-01T08:20:00]\n",
+    ]
+
+
+@pytest.mark.parametrize("reason", GPUD_PENDING + GPUD_FAILED)
+def test_a_node_check_naming_gpuds_row_remap_reads_as_the_gpus_memory_fault(reason: str) -> None:
+    for text in _checks(reason):
+        got = explain_text(text)
+        assert (got.category, got.blame) == ("gpu_hardware", "node"), (text, got.explanation)
+
+
+def test_gpuds_reason_with_no_pending_remap_is_no_memory_fault() -> None:
+    reason = "nvml GPU GPU-4b6c1e2a needs reset (pending remapping false)"
+    for text in _checks(reason):
+        got = explain_text(text)
+        assert got.category != "gpu_hardware", (text, got.explanation)
