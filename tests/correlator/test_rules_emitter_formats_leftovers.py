@@ -315,3 +315,26 @@ def test_gpuds_reason_with_no_pending_remap_is_no_memory_fault() -> None:
     for text in _checks(reason):
         got = explain_text(text)
         assert got.category != "gpu_hardware", (text, got.explanation)
+
+
+# nvidia-smi --query-gpu=...,--format=csv,noheader behind pdsh: a field NVML could not read
+# prints its error in brackets. "[GPU is lost]" (NVML_ERROR_GPU_IS_LOST) and "[GPU requires
+# reset]" (NVML_ERROR_RESET_REQUIRED) say the GPU is gone or unusable until reset; "[Unknown
+# Error]" is printed for a single field a working GPU cannot report too (fan.speed, the case
+# enkore/i3pystatus pull 850 handles), so alone it is no fault.
+SMI_ROW = "{host}: 0, NVIDIA H100 80GB HBM3, {v}, {v}, {v}\n"
+
+
+@pytest.mark.parametrize("value", ["[GPU is lost]", "[GPU requires reset]"])
+def test_a_headerless_smi_row_with_a_lost_or_reset_gpu_blames_its_host(value: str) -> None:
+    text = SMI_ROW.format(host="gpu-n11", v="35") + SMI_ROW.format(host="gpu-n12", v=value)
+    got = explain_text(text)
+    assert (got.category, got.blame, got.node) == ("gpu_hardware", "node", "gpu-n12"), (
+        got.explanation
+    )
+
+
+def test_a_headerless_smi_row_with_an_unknown_error_field_is_no_fault() -> None:
+    text = SMI_ROW.format(host="gpu-n12", v="[Unknown Error]")
+    got = explain_text(text)
+    assert got.category is None, got.explanation
