@@ -34,49 +34,22 @@ import json
 import pytest
 
 from correlator.explain import explain_text
+from tests.correlator.gce_audit_formats import (
+    GCE_METHODS,
+    HOST_ERROR,
+    INSTANCES,
+    MAINTENANCE,
+    PREEMPTION,
+    ZONES,
+    audit_record,
+)
 
-INSTANCES = ("gpu-a3-node-7", "gke-train-a3mega-pool-5f2c9d1e-x8kq", "a100-worker-12")
-ZONES = ("us-central1-a", "europe-west4-b", "asia-southeast1-c")
-HOST_ERROR = ("node", "node")
-MAINTENANCE = ("node", "infra")
-PREEMPTION = ("scheduler", "infra")
 NOT_AT_FAULT = ("node", "unknown")
-
-# methodName -> (status.message, verdict)
-GCE_METHODS = {
-    "compute.instances.hostError": ("Instance terminated by Compute Engine.", HOST_ERROR),
-    "compute.instances.preempted": ("Instance was preempted.", PREEMPTION),
-    "compute.instances.terminateOnHostMaintenance": (
-        "Instance terminated during Compute Engine maintenance.",
-        MAINTENANCE,
-    ),
-}
 
 
 def _audit_entry(method: str, k: int) -> str:
     """`gcloud logging read --format=json`'s LogEntry for a system event, pretty printed."""
-    message = GCE_METHODS[method][0] if method in GCE_METHODS else ""
-    entry = {
-        "insertId": f"-x1y2z3e{k}abcd",
-        "logName": "projects/train-proj/logs/cloudaudit.googleapis.com%2Fsystem_event",
-        "protoPayload": {
-            "@type": "type.googleapis.com/google.cloud.audit.AuditLog",
-            "authenticationInfo": {"principalEmail": "system@google.com"},
-            "methodName": method,
-            "request": {"@type": f"type.googleapis.com/{method}"},
-            "resourceName": f"projects/train-proj/zones/{ZONES[k]}/instances/{INSTANCES[k]}",
-            "serviceName": "compute.googleapis.com",
-            "status": {"message": message},
-        },
-        "receiveTimestamp": f"2026-03-0{k + 1}T10:00:01.5Z",
-        "resource": {
-            "labels": {"instance_id": f"81234567890123{k:05d}", "project_id": "train-proj"},
-            "type": "gce_instance",
-        },
-        "severity": "INFO",
-        "timestamp": f"2026-03-0{k + 1}T10:00:00.9Z",
-    }
-    return json.dumps([entry], indent=2) + "\n"
+    return json.dumps([audit_record(method, k)], indent=2) + "\n"
 
 
 @pytest.mark.parametrize("method", sorted(GCE_METHODS))

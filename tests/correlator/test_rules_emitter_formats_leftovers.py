@@ -29,6 +29,7 @@ import json
 import pytest
 
 from correlator.explain import explain_text
+from tests.correlator.gce_audit_formats import GCE_METHODS, INSTANCES, audit_record
 
 EC2_CODES = (
     ("instance-retirement", "The instance is running on degraded hardware", ("node", "node")),
@@ -117,15 +118,7 @@ def test_powershells_ec2_event_is_read_unless_completed(
     assert ((got.category, got.blame) if got.category else None) == want, got.explanation
 
 
-GCE_INSTANCES = ("gpu-a3-node-7", "a100-worker-12")
-GCE_METHODS = {
-    "compute.instances.hostError": ("Instance terminated by Compute Engine.", ("node", "node")),
-    "compute.instances.preempted": ("Instance was preempted.", ("scheduler", "infra")),
-    "compute.instances.terminateOnHostMaintenance": (
-        "Instance terminated during Compute Engine maintenance.",
-        ("node", "infra"),
-    ),
-}
+GCE_INSTANCES = (INSTANCES[0], INSTANCES[2])  # the JSON probes' instances 0 and 2
 
 
 def _yaml(value: object, indent: int = 0) -> list[str]:
@@ -146,32 +139,14 @@ def _yaml(value: object, indent: int = 0) -> list[str]:
 
 
 def _audit_yaml(method: str, k: int) -> list[str]:
-    entry = {
-        "insertId": f"-x1y2z3e{k}abcd",
-        "logName": "projects/train-proj/logs/cloudaudit.googleapis.com%2Fsystem_event",
-        "operation": {
-            "first": "true",
-            "id": f"systemevent-170928240000{k}-6129a3b2c1d0e",
-            "last": "true",
-            "producer": method,
-        },
-        "protoPayload": {
-            "@type": "type.googleapis.com/google.cloud.audit.AuditLog",
-            "authenticationInfo": {"principalEmail": "system@google.com"},
-            "methodName": method,
-            "resourceName": f"projects/train-proj/zones/us-central1-a/instances/{GCE_INSTANCES[k]}",
-            "serviceName": "compute.googleapis.com",
-            "status": {"message": GCE_METHODS.get(method, ("Instance started.",))[0]},
-        },
-        "receiveTimestamp": f"2026-03-0{k + 1}T10:00:01.5Z",
-        "resource": {
-            "labels": {"instance_id": f"81234567890123{k:05d}", "project_id": "train-proj"},
-            "type": "gce_instance",
-        },
-        "severity": "INFO",
-        "timestamp": f"2026-03-0{k + 1}T10:00:00.9Z",
+    record = audit_record(method, 2 * k, message="Instance started.")
+    operation = {
+        "first": "true",
+        "id": f"systemevent-170928240000{k}-6129a3b2c1d0e",
+        "last": "true",
+        "producer": method,
     }
-    return _yaml(entry)
+    return _yaml({**record, "operation": operation})
 
 
 _READ = "$ gcloud logging read 'logName:cloudaudit.googleapis.com%2Fsystem_event' --limit 5\n"

@@ -114,36 +114,33 @@ def test_sigbus_and_sigfpe_beside_sigkill_make_it_the_teardown() -> None:
         assert told == signal_verdict(crash)
 
 
-def test_live_correlator_reads_the_mpd_teardown_as_explain_does(
-    session_factory: sessionmaker[Session],
-) -> None:
+def _filed_live(
+    session_factory: sessionmaker[Session], job: str, text: str
+) -> set[tuple[str, str]]:
+    """(category, blame) of the incidents one correlator pass opens for the job's log `text`,
+    its lines a second apart in reading order."""
     fleet = Fleet(session_factory)
     fleet.nodes(["login1"])
-    fleet.job("777", ["login1"], start=1_000.0, gpus=[0])
-    # the SIGKILL is the latest line: the live correlator's tie-break on time would take it
-    text = _mpd((1, 11), (0, 11), (3, 9))
-    events = parse_job_text(text, node="login1", job_id="777", suspects=True)
+    fleet.job(job, ["login1"], start=1_000.0, gpus=[0])
+    events = parse_job_text(text, node="login1", job_id=job, suspects=True)
     for k, ev in enumerate(events):
         ev.ts = 2_000.0 + k
     fleet.events(*events)
     fleet.correlate(now=2_100.0)
     with session_factory() as s:
-        filed = {(i.category, i.blame) for i in incidents.list_incidents(s, state="open")}
-    assert filed == {("user_code", "job")}
+        return {(i.category, i.blame) for i in incidents.list_incidents(s, state="open")}
+
+
+def test_live_correlator_reads_the_mpd_teardown_as_explain_does(
+    session_factory: sessionmaker[Session],
+) -> None:
+    # the SIGKILL is the latest line: the live correlator's tie-break on time would take it
+    text = _mpd((1, 11), (0, 11), (3, 9))
+    assert _filed_live(session_factory, "777", text) == {("user_code", "job")}
     assert _explained(text)[:2] == ("user_code", "job")
 
 
 def test_live_correlator_keeps_a_lone_sigkill_as_host_memory(
     session_factory: sessionmaker[Session],
 ) -> None:
-    fleet = Fleet(session_factory)
-    fleet.nodes(["login1"])
-    fleet.job("778", ["login1"], start=1_000.0, gpus=[0])
-    events = parse_job_text(_mpd((3, 9)), node="login1", job_id="778", suspects=True)
-    for k, ev in enumerate(events):
-        ev.ts = 2_000.0 + k
-    fleet.events(*events)
-    fleet.correlate(now=2_100.0)
-    with session_factory() as s:
-        filed = {(i.category, i.blame) for i in incidents.list_incidents(s, state="open")}
-    assert filed == {("oom_host", "unknown")}
+    assert _filed_live(session_factory, "778", _mpd((3, 9))) == {("oom_host", "unknown")}
