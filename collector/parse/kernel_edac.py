@@ -1,6 +1,7 @@
 """The kernel's EDAC corrected-error (CE) lines: which memory module, how many errors, and when
 one module's errors reach mcelog's per-DIMM trigger. Shared by the agent's kernel parser (one
-event a line), the live correlator (correlator/edac.py) and `explain` (readers_edac.py).
+event a line, on a node and on `explain`'s text alike), the live correlator (correlator/edac.py)
+and `explain`'s sum of those events (correlator/explain/readers_edac.py).
 
 One CE line is a report, not a fault: ECC corrected the bit. A module that keeps correcting
 errors is failing: mcelog runs its DIMM trigger when one DIMM's corrected errors reach

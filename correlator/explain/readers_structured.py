@@ -1,13 +1,12 @@
 """The structured tool readers: output a tool prints as a table or a document (sacct, squeue,
-scontrol, nvidia-smi, dcgm-exporter, dcgmi, ibstat, a module's EDAC lines, EC2's finished
-scheduled events), read as a whole before the line parsers see what is left."""
+scontrol, nvidia-smi, dcgm-exporter, dcgmi, ibstat, EC2's finished scheduled events), read as a
+whole before the line parsers see what is left."""
 
 from __future__ import annotations
 
 from collector.health import SourceHealth
 from correlator.explain.readers_dcgm import read_dcgm_metrics
 from correlator.explain.readers_ec2 import read_ec2_finished_events
-from correlator.explain.readers_edac import read_edac_ce
 from correlator.explain.readers_gpu import (
     ReadResult,
     read_dcgmi_diag,
@@ -46,7 +45,6 @@ def read_structured(text: str, lines: list[str]) -> ReadResult:
         lambda: read_k8s_node_gpus(lines),
         lambda: read_operator_pod(lines),
         lambda: read_ibstat(lines),
-        lambda: read_edac_ce(lines),
         lambda: read_ec2_finished_events(lines),
     ]
     for reader in readers:
