@@ -95,19 +95,13 @@ class CeStorms:
         if verdict is None:  # the rule is gone: nothing to say the sum means
             return False
         inc = self.book.get_or_open(fingerprint("edac_ce", node, module), last, verdict, None)
-        if inc.details.get("priority", -1) < verdict.priority:
-            self.book._set_root(inc, last, verdict)
+        self.book.raise_root(inc, last, verdict)
         inc.culprit_node = node
-        inc.count = count
+        inc.count = count  # the day's sum, read again from the store each pass
         inc.opened_ts = min(inc.opened_ts, evs[0].ts)
         inc.last_seen_ts = max(inc.last_seen_ts, last.ts)
-        have = set(inc.evidence_event_ids)
-        for ev in evs:
-            if ev.id not in have and len(inc.evidence_event_ids) < self.book.evidence_cap:
-                inc.evidence_event_ids.append(ev.id)
-                have.add(ev.id)
         inc.details["memory_module"] = module
-        self.book.changed[inc.fingerprint] = inc
+        self.book.add_evidence(inc, evs)
         return True
 
 

@@ -118,8 +118,7 @@ class IncidentBook:
         agg[2], agg[3] = min(agg[2], ev.ts), max(agg[3], ev.ts)
         if len(inc.evidence_event_ids) < self.evidence_cap and ev.id not in inc.evidence_event_ids:
             inc.evidence_event_ids.append(ev.id)
-        if verdict.priority > int(inc.details.get("priority", -1)):
-            self._set_root(inc, ev, verdict)
+        self.raise_root(inc, ev, verdict)
         for job in jobs:
             self.add_job(inc, job)
         self.changed[fp] = inc
@@ -136,6 +135,11 @@ class IncidentBook:
         """Apply the counts and times gathered since the last flush to the incidents."""
         for fp in list(self._pending):
             self._apply(fp)
+
+    def raise_root(self, inc: Incident, ev: Ev, verdict: Verdict) -> None:
+        """Make `ev` the incident's root cause when its verdict is stronger than the root's."""
+        if verdict.priority > int(inc.details.get("priority", -1)):
+            self._set_root(inc, ev, verdict)
 
     def _set_root(self, inc: Incident, ev: Ev, verdict: Verdict) -> None:
         inc.details["priority"] = verdict.priority
@@ -167,14 +171,25 @@ class IncidentBook:
 
     def add_symptoms(self, inc: Incident, events: Iterable[Ev]) -> None:
         """Link events that are consequences of this incident's root cause."""
-        have = set(inc.symptom_event_ids)
-        for ev in events:
-            if ev.id in have or len(inc.symptom_event_ids) >= self.evidence_cap:
-                continue
-            inc.symptom_event_ids.append(ev.id)
-            have.add(ev.id)
+        for ev in self._append_capped(inc.symptom_event_ids, events):
             inc.last_seen_ts = max(inc.last_seen_ts, ev.ts)
         self.changed[inc.fingerprint] = inc
+
+    def add_evidence(self, inc: Incident, events: Iterable[Ev]) -> None:
+        """Quote events as the incident's evidence (the first evidence_cap of them)."""
+        self._append_capped(inc.evidence_event_ids, events)
+        self.changed[inc.fingerprint] = inc
+
+    def _append_capped(self, ids: list[int], events: Iterable[Ev]) -> list[Ev]:
+        """Append the events' ids not yet in `ids` while it is under the cap; the ones added."""
+        have, added = set(ids), []
+        for ev in events:
+            if ev.id in have or len(ids) >= self.evidence_cap:
+                continue
+            ids.append(ev.id)
+            have.add(ev.id)
+            added.append(ev)
+        return added
 
     def absorb(self, target: Incident, orphan: Incident, *, why: str) -> None:
         """A root cause found late: the orphan's evidence becomes the target's symptoms."""
