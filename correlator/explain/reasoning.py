@@ -10,7 +10,7 @@ from correlator.explain.hosts import distinct
 from correlator.explain.readers_edac import edac_ce_storms
 from correlator.rules import caused_by, classify_event
 from correlator.rules.checks import shows_fault, with_cause
-from correlator.rules.signals import after_crash, decode
+from correlator.rules.signals import SELF_CRASH, after_crash, decode
 from correlator.taxonomy import Category, Verdict
 from timeline.models import Event, EventKind
 
@@ -113,7 +113,7 @@ def causes_beside_checks(found: list[Finding]) -> list[Finding]:
 # SIGILL) or a kill from outside (SIGKILL). SIGABRT is left out: ProcessGroupNCCL's watchdog
 # ends a timed-out rank with std::abort(), so an -6 is as often the timeout's own end; SIGTERM
 # and SIGINT are the launcher tearing the other ranks down (signals.py).
-_CRASH_SIGNALS = frozenset({4, 7, 8, 9, 11})
+_CRASH_SIGNALS = SELF_CRASH | {9}
 
 
 def _signal_of(ev: Event) -> int | None:
