@@ -22,7 +22,12 @@ Sources:
   error code %s", "Killed by signal %s", "Timed out"); then the host's stdout, and its stderr
   behind "Stderr: ").
 MPICH's and Intel MPI's Hydra termination block is read the same way: its "RUNNING AT" line
-names the node of the "=" lines below it.
+names the node of the "=" lines below it, and so is `kubectl describe node`: its "Name:" line
+names the node of its sections, up to where kubectl's output of it ends (describe_node_spans).
+
+Where a block ends, its host ends: ClusterShell, Ansible and pssh print nothing after their last
+block, so that one runs to the next header, Ansible banner or shell prompt; a Hydra block ends
+at its first line without "="; a describe block at describeNode's last line.
 """
 
 from __future__ import annotations
@@ -56,10 +61,12 @@ _HEADERS: tuple[re.Pattern[str], ...] = (
 )
 _JSON_RESULT = frozenset({1, 2})  # the _HEADERS whose result follows as JSON (" => ")
 # lines that end a block without opening another: Ansible's banners ("TASK [x] ****", "PLAY
-# RECAP ****"), a shell prompt (the paste went on with another command)
+# RECAP ****"), a shell prompt (the paste went on with another command): bash's "user@host:dir$"
+# or the bare "$ command" a paste shows a typed command with (bash's PS1 ends in "\$ ")
 _ENDS = re.compile(
     r"^(?:(?:PLAY|TASK|RUNNING HANDLER|PLAY RECAP)\b.*\*{3,}\s*$"
-    r"|\s*(?:\([\w.-]+\)\s*)?\[?[\w.-]+@[\w.-]+[: ][^\n#$%]*?[#$%](?:\s|$))"
+    r"|\s*(?:\([\w.-]+\)\s*)?\[?[\w.-]+@[\w.-]+[: ][^\n#$%]*?[#$%](?:\s|$)"
+    r"|\$ \S)"
 )
 
 
@@ -160,4 +167,78 @@ def hydra_block_hosts(lines: list[str]) -> list[str | None]:
             host = None  # the block ended
         else:
             out[i] = host
+    return out
+
+
+# `kubectl describe node` (kubernetes/kubectl pkg/describe/describe.go @eb8363330e83 describeNode,
+# describeNodeLease, describeNodeResource, DescribeEvents; "Node-Local ResourceSlices" from
+# describeNodeResourceSlices @dee3483a3d6a; older kubectl, kubernetes/kubernetes
+# pkg/printers/internalversion/describe.go @410dca70e397 and pkg/kubectl/describe.go
+# @8f672ecf2088, also printed "ExternalID:", "Phase:", 1.6's "Role:" and, with no events, "No
+# events." where "Events:\t<none>" is now): each section a "Key:" at the margin, its lines
+# indented below it (PrefixWriter's LEVEL_1 "  ", the tabwriter padding the empty first cell of
+# Labels', Annotations' and Taints' later lines), Events last. `kubectl describe nodes` puts
+# blank lines between nodes (pkg/cmd/describe/describe.go: "\n\n%s"); describeNode writes none.
+NODE_KEYS = (
+    "Name|Roles?|Labels|Annotations|CreationTimestamp|Taints|Unschedulable|Lease|Phase|Conditions"
+    "|Addresses|Capacity|Allocatable|Node-Local ResourceSlices|System Info|PodCIDRs?|ExternalID"
+    "|ProviderID|Non-terminated Pods|Allocated resources|Pods|Events"
+)
+_NODE_KEY = re.compile(rf"^(?:{NODE_KEYS}):")
+_NODE_NAME = re.compile(r"^Name:\s+(?P<name>\S+)\s*$")
+# the keys that tell a node's block from another object's "Name:" (a pod's has "Namespace:")
+_NODE_KIND = ("Roles:", "Role:", "Taints:", "Unschedulable:", "Capacity:")
+# DescribeEvents with no event: the block's last line
+_NO_EVENTS = re.compile(r"^(?:Events:\s+<none>|No events\.)\s*$")
+
+
+def _section_key(line: str) -> bool:
+    """Whether `line` opens one of describeNode's sections after its "Name:" line."""
+    return bool(_NODE_KEY.match(line)) and not line.startswith("Name:")
+
+
+def _describe_end(lines: list[str], first: int) -> int:
+    """The index after the last line of the describe block whose "Name:" line is `first`."""
+    for j in range(first + 1, len(lines)):
+        line = lines[j]
+        if line[:1].isspace() and line.strip():
+            continue  # a section's indented line
+        if _NO_EVENTS.match(line):
+            return j + 1  # the last thing describeNode writes
+        if not line.strip():
+            # describeNode writes no blank line: one a paste put between two of its sections
+            # is inside the block, any other ends it (the next node's, or other output)
+            after = next((ln for ln in lines[j + 1 :] if ln.strip()), "")
+            if _section_key(after):
+                continue
+            return j
+        if not _section_key(line):
+            return j  # another node's block, or no part of the describe output
+    return len(lines)
+
+
+def describe_node_spans(lines: list[str]) -> list[tuple[int, int, str | None]]:
+    """(first, end, node) for each `kubectl describe node` block: the index of its "Name:"
+    line, of the first line after it (a blank line not followed by another of its sections, a
+    line at the margin that is none of describeNode's keys, another "Name:", or the line after
+    "Events: <none>"), and the node its "Name:" line names."""
+    spans: list[tuple[int, int, str | None]] = []
+    i = 0
+    while i < len(lines):
+        m = _NODE_NAME.match(lines[i])
+        near = lines[i + 1 : i + 4]
+        if m is None or not any(ln.lstrip().startswith(_NODE_KIND) for ln in near):
+            i += 1
+            continue
+        end = _describe_end(lines, i)
+        spans.append((i, end, clean_host(m.group("name"))))
+        i = end
+    return spans
+
+
+def describe_node_hosts(lines: list[str]) -> list[str | None]:
+    """For each line inside a `kubectl describe node` block, the node it describes."""
+    out: list[str | None] = [None] * len(lines)
+    for first, end, node in describe_node_spans(lines):
+        out[first:end] = [node] * (end - first)
     return out

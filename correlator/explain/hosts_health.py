@@ -54,6 +54,7 @@ from __future__ import annotations
 import re
 
 from correlator.explain.hosts import BASH_PROMPT
+from correlator.explain.hosts_blocks import NODE_KEYS, describe_node_spans
 from correlator.explain.hosts_fields import FISH_PROMPT, ZSH_PROMPT
 from correlator.explain.readers_sched import kubectl_columns, kubectl_row, pod_row_host
 
@@ -68,16 +69,8 @@ _SCONTROL_BASE_OK = frozenset({"IDLE", "ALLOCATED", "MIXED"})
 _SCONTROL_FLAGS_OK = frozenset({"CLOUD", "COMPLETING", "PLANNED", "RESERVED"})
 _STATE = re.compile(r"(?:^|\s)State=(?P<s>\S+)")
 _REASON = re.compile(r"(?:^|\s)Reason=\S")
-# describeNode's keys at the margin (describe.go; describeNodeResource's "Non-terminated Pods"
-# and "Allocated resources", DescribeEvents' "Events")
-_NODE_KEYS = (
-    "Name|Roles|Labels|Annotations|CreationTimestamp|Taints|Unschedulable|Lease|Conditions"
-    "|Addresses|Capacity|Allocatable|System Info|PodCIDRs?|ProviderID|Non-terminated Pods"
-    "|Allocated resources|Pods|Events"
-)
-_DESCRIBE_KEY = re.compile(rf"^({_NODE_KEYS}):\s*(.*)$")
-# a describe block's line: one of its keys at the margin, or any indented line
-_DESCRIBE_LINE = re.compile(rf"^(?:(?:{_NODE_KEYS}):|\s+\S)")
+# describeNode's keys at the margin (hosts_blocks.NODE_KEYS) and their values
+_DESCRIBE_KEY = re.compile(rf"^({NODE_KEYS}):\s*(.*)$")
 _PROMPTS = tuple(re.compile(p) for p in (BASH_PROMPT, ZSH_PROMPT, FISH_PROMPT))
 
 
@@ -143,20 +136,11 @@ def _scontrol_blocks(lines: list[str], out: list[bool]) -> None:
 
 
 def _describe_node_blocks(lines: list[str], failing: list[bool], out: list[bool]) -> None:
-    """`kubectl describe node` blocks (a "Name:" line to a blank line or one that is neither
-    a "Key:" line nor indented) of a healthy node (see the module's sources), every line."""
-    i = 0
-    while i < len(lines):
-        if not lines[i].startswith("Name:"):
-            i += 1
-            continue
-        end = i + 1
-        while end < len(lines) and _DESCRIBE_LINE.match(lines[end]):
-            end += 1
-        block = lines[i:end]
-        if _healthy_node(block) and not any(failing[i:end]):
-            out[i:end] = [True] * (end - i)
-        i = end
+    """`kubectl describe node` blocks (hosts_blocks.describe_node_spans: its "Name:" line to
+    where kubectl's output of it ends) of a healthy node (see the module's sources), every line."""
+    for first, end, _ in describe_node_spans(lines):
+        if _healthy_node(lines[first:end]) and not any(failing[first:end]):
+            out[first:end] = [True] * (end - first)
 
 
 def _healthy_node(block: list[str]) -> bool:

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from collector.slurm.parse import TERMINAL_STATES, ParseError, parse_sacct_json
 from correlator.explain.hosts import clean_host, prefix_hosts
-from correlator.explain.hosts_blocks import hydra_block_hosts
+from correlator.explain.hosts_blocks import describe_node_hosts, hydra_block_hosts
 from correlator.explain.hosts_status import status_hosts
 from correlator.explain.readers_gpu import ReadResult, _event
 from timeline.models import Event, EventKind
@@ -221,7 +221,6 @@ def read_k8s_node_gpus(lines: list[str]) -> ReadResult:
 # --- per-line host context for tables and describe blocks -------------------------------------
 
 _DESCRIBE_NAME = re.compile(r"^Name:\s+(?P<name>\S+)\s*$")
-_NODE_KIND_KEYS = ("Roles:", "Role:", "Taints:", "Unschedulable:", "Capacity:")
 
 
 # Rows of `kubectl get pods` pasted without their header, read only where the row's own shape
@@ -285,7 +284,8 @@ def context_hosts(
     them already."""
     hints: list[str | None] = [None] * len(lines)
     table: _Table | None = None
-    block: str | None = None
+    # a describe block's node is the host of its own lines only, not of what follows it
+    described = describe_node_hosts(lines)
     for i, line in enumerate(lines):
         if not line.strip():
             table = None
@@ -294,20 +294,12 @@ def context_hosts(
         if header is not None:
             table = header
             continue
-        m = _DESCRIBE_NAME.match(line)
-        if m:
-            near = lines[i + 1 : i + 4]
-            block = (
-                clean_host(m.group("name"))
-                if any(ln.lstrip().startswith(_NODE_KIND_KEYS) for ln in near)
-                else None
-            )
         if table is not None and len(line.split()) < table.least:
             table = None  # not a row: the table ended
         if table is not None:
             hints[i] = _row_host(table, line)
             continue
-        hints[i] = pod_row_host(line) or block
+        hints[i] = pod_row_host(line) or described[i]
     for i, host in enumerate(hydra_block_hosts(lines) if hydra is None else hydra):
         hints[i] = hints[i] or host
     for i, host in enumerate(status_hosts(lines)):
