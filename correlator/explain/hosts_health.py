@@ -47,6 +47,32 @@ Sources:
   prompt with nothing typed at it) shows nothing of it;
 - pdsh's "host: " in front of each line a host writes (chaos/pdsh src/pdsh/dsh.c, cited in
   hosts.py): a stream none of whose lines holds the failure is not where it was printed.
+
+A healthy run's progress lines (progress_lines) name their host too: every rank of a job prints
+NCCL's init lines, srun -v a launch line per node, torch elastic a rendezvous line per node.
+A host seen only so is no suspect while another host may be (readers.read_delivered); when no
+host is seen otherwise, the one host of a job's log is still its host. Sources:
+- NCCL's "%s:%d:%d [%d] NCCL INFO " prefix (NVIDIA/nccl src/debug.cc ncclDebugLog: host,
+  pid, tid, cudaDev) before its init messages: src/init.cc "comm %p rank %d nranks %d cudaDev
+  %d ... - Init START" / "- Init COMPLETE", "Trees", "threadThresholds", "%d coll channels,
+  ...", "Connected all rings" / "Connected all trees", "Setting affinity for GPU",
+  "cudaDriverVersion"; src/graph/rings.cc "Channel %02d/%02d : " and the ring's ranks; the
+  transports' "Channel %02d : %d[%lx] -> %d[%lx] via %s" (src/transport/p2p.cc, shm.cc,
+  net.cc; "Ring %02d :" in NCCL 2.4); src/bootstrap.cc "Bootstrap : Using"; src/net.cc
+  "NET/Plugin", "Using network"; NET/IB's and NET/Socket's "NET/%s : Using"; src/misc/param.cc
+  "%s set by environment to". An error's INFO lines ("%s:%d -> %d", src/include/checks.h)
+  are none of these;
+- Slurm srun -v: SchedMD/slurm src/api/step_launch.c "launching %ps on host %s, %u tasks: %s";
+- torch elastic: torch/distributed/elastic/rendezvous/dynamic_rendezvous.py "The node '%s' has
+  joined round %d of the rendezvous '%s' as rank %d in a world of size %d.";
+- Open MPI's --report-bindings: "MCW rank %d bound to %s: %s" (open-mpi/ompi v4.x
+  orte/mca/ess/base/ess_base_fns.c orte_ess_base_proc_binding) behind opal_output's
+  "[host:pid] " prefix;
+- a training step's metrics: the dict Hugging Face transformers' Trainer logs
+  (trainer_callback.py ProgressCallback.on_log: str(logs), "{'loss': ..., 'epoch': ...}"), as a
+  delivery that names its host passes it on (Ray's "({actor} pid={pid}, ip={ip}) ", wrappers.py);
+- syslog lines of a session opened and a cron job run: systemd src/login/logind-session.c "New
+  session %s of user %s.", cron's "(%s) CMD (%s)" (cron's do_command.c log_it "CMD").
 """
 
 from __future__ import annotations
@@ -216,6 +242,32 @@ def _quiet_streams(
         if not any(failing[i] for i in rows):
             for i in rows:
                 out[i] = True
+
+
+# a healthy run's progress lines, each from its emitter (module docstring)
+_NCCL_INIT = (
+    r"comm 0x[0-9a-f]+ rank \d+ nranks \d+ .*- Init (?:START|COMPLETE)$|Channel \d+/\d+ :[\d ]*$"
+    r"|(?:Channel|Ring) \d+(?:/\d+)? : \d+(?:\[\w+\])? -> \d+(?:\[\w+\])? .*via \S+"
+    r"|Trees |threadThresholds |\d+ coll channels|Connected all (?:rings|trees)$"
+    r"|Setting affinity for GPU|cudaDriverVersion \d+$|Bootstrap : Using |NET/Plugin"
+    r"|Using network |NET/\w+ : Using |NCCL_\w+ set by environment to "
+)
+_PROGRESS = re.compile(
+    rf"[\w.-]+:\d+:\d+ \[\d+\] NCCL INFO (?:{_NCCL_INIT})"
+    r"|^srun: launching (?:StepId=)?[\d.+]+ on host \S+, \d+ tasks?: \S+$"
+    r"|The node '\S+' has joined round \d+ of the rendezvous '\S*' as rank \d+ in a world of "
+    r"size \d+\.$"
+    r"|^\[[\w.-]+:\d+\] MCW rank \d+ bound to "
+    r"|^\{'loss': [\d.]+, .*'epoch': [\d.]+\}$"
+    r"| systemd-logind\[\d+\]: New session \S+ of user \S+\.$|\sCRON\[\d+\]: \(\S+\) CMD \("
+)
+
+
+def progress_lines(lines: list[str], failing: list[bool]) -> list[bool]:
+    """For each line, True when it is a healthy run's progress line (the module's sources)
+    from which no failure was read (`failing`)."""
+    pairs = zip(lines, failing, strict=True)
+    return [not bad and _PROGRESS.search(ln) is not None for ln, bad in pairs]
 
 
 def not_at_fault(

@@ -20,7 +20,7 @@ from correlator.explain.hosts import (
 )
 from correlator.explain.hosts_blocks import block_hosts, hydra_block_hosts
 from correlator.explain.hosts_fields import session_hosts
-from correlator.explain.hosts_health import not_at_fault
+from correlator.explain.hosts_health import not_at_fault, progress_lines
 from correlator.explain.hosts_records import logentry_hosts
 from correlator.explain.readers_gpu import _event
 from correlator.explain.readers_sched import context_hosts
@@ -290,7 +290,8 @@ def read_delivered(text: str) -> tuple[list[Event], list[str], Delivered, list[s
     """read(), the delivery taken off the text (to quote evidence as it was delivered), and the
     hosts the text names on lines that may show them at fault (hosts_health.not_at_fault: not
     a status view's healthy row, a prompt that owns no failure or a "host: " stream without
-    one), the last resort's candidates."""
+    one), the last resort's candidates: of those, the ones seen on some other line than a
+    healthy run's progress lines (hosts_health.progress_lines), when there are any."""
     delivered = undelivered(text)
     lines = delivered.lines
     if delivered.verbatim:  # read what the emitters wrote, not the delivery around it
@@ -338,10 +339,15 @@ def read_delivered(text: str) -> tuple[list[Event], list[str], Delivered, list[s
     each = [named[i] or host_in_line(ln) for i, ln in enumerate(lines)]
     # a host that a line names in a healthy status, at an idle prompt or in a stream of its own
     # without the failure is no last resort
-    quiet = not_at_fault(lines, each, _read_from(events, delivered, (lines, source)), found)
+    failing = _read_from(events, delivered, (lines, source))
+    quiet = not_at_fault(lines, each, failing, found)
     hosts = [h for h in each if h]
     suspects = [h for h, q in zip(each, quiet, strict=True) if h and not q]
-    return events, hosts, delivered, suspects
+    # a host seen only in a healthy run's progress lines (NCCL init, srun -v's launch) is no
+    # suspect while another host may be: the other ranks of a job print them too
+    progress = progress_lines(lines, failing)
+    busy = {h.lower() for h, q, p in zip(each, quiet, progress, strict=True) if h and not (q or p)}
+    return events, hosts, delivered, [h for h in suspects if h.lower() in busy] or suspects
 
 
 def _read_from(

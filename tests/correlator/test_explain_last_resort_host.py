@@ -231,3 +231,52 @@ def test_a_healthy_row_does_not_hide_the_same_host_shown_elsewhere(failure: str)
         + "\n"
     )
     assert explain_text(text).node == H
+
+
+# A healthy run's progress lines (correlator/explain/hosts_health.py progress_lines): NCCL's
+# "%s:%d:%d [%d] NCCL INFO " prefix (NVIDIA/nccl src/debug.cc) before src/init.cc's "comm %p
+# rank %d nranks %d cudaDev %d busId %lx - Init COMPLETE", Open MPI's --report-bindings "MCW
+# rank %d bound to %s: %s" (orte/mca/ess/base/ess_base_fns.c) behind "[host:pid] ", srun -v's
+# "launching %ps on host %s, %u tasks: %s" (SchedMD/slurm src/api/step_launch.c); and an error
+# path's INFO line "%s:%d -> %d" (NVIDIA/nccl src/include/checks.h), which is none of them.
+def nccl_init(host: str, rank: int) -> str:
+    return (
+        f"{host}:{1234 + rank}:{1250 + rank} [{rank}] NCCL INFO comm 0x55d1c8a0{rank}f00 rank "
+        f"{rank} nranks 2 cudaDev {rank} busId 1b000 - Init COMPLETE"
+    )
+
+
+NEIGHBOUR_PROGRESS = {
+    "nccl_init": nccl_init("gpu-n08", 1),
+    "mpi_bindings": "[gpu-n08:02234] MCW rank 1 bound to socket 0[core 1[hwt 0]]: "
+    "[./B/./.][./././.]",
+    "srun_launch": "srun: launching StepId=4411.0 on host gpu-n08, 4 tasks: [4-7]",
+}
+
+
+@pytest.mark.parametrize("failure", sorted(FAILURES))
+@pytest.mark.parametrize("progress", sorted(NEIGHBOUR_PROGRESS))
+def test_a_host_seen_only_in_progress_lines_is_no_suspect_beside_one_that_failed(
+    failure: str, progress: str
+) -> None:
+    # the failing rank's NCCL error path names its host; the neighbour only started healthily
+    text = "\n".join(
+        [
+            NEIGHBOUR_PROGRESS[progress],
+            nccl_init(H, 0),
+            f"{H}:1234:1234 [0] NCCL INFO enqueue.cc:2299 -> 1",
+            FAILURES[failure],
+        ]
+    )
+    assert explain_text(text).node == H
+
+
+@pytest.mark.parametrize("failure", sorted(FAILURES))
+def test_the_one_host_of_a_job_log_is_named_though_it_printed_only_progress(failure: str) -> None:
+    assert explain_text(nccl_init(H, 0) + "\n" + FAILURES[failure]).node == H
+
+
+@pytest.mark.parametrize("failure", sorted(FAILURES))
+def test_two_hosts_seen_only_in_progress_lines_settle_no_culprit(failure: str) -> None:
+    text = "\n".join([nccl_init(H, 0), nccl_init("gpu-n08", 1), FAILURES[failure]])
+    assert explain_text(text).node is None
