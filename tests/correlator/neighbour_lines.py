@@ -202,11 +202,11 @@ def _nccl_info(host: str, rank: int, nranks: int, rng: random.Random) -> list[st
     ]
 
 
-def _styled(style: Style, host: str, rank: int, rng: random.Random) -> list[str]:
+def _styled(style: Style, host: str, rank: int, world: int, rng: random.Random) -> list[str]:
     """Healthy lines of `host` in the culprit line's own style."""
     pre = _varied_delivery(style.pre, rng)
     if style.kind == "nccl":
-        return [pre + ln for ln in _nccl_info(host, rank, rank + 2 + rng.randrange(6), rng)]
+        return [pre + ln for ln in _nccl_info(host, rank, world, rng)]
     if style.kind == "syslog":
         pid = rng.randrange(900, 40000)
         return [
@@ -259,7 +259,7 @@ def _family(text: str, culprit: str) -> str:
 
 
 def _plain(
-    family: str, host: str, rank: int, rng: random.Random, later: int, job: int
+    family: str, host: str, rank: int, world: int, rng: random.Random, later: int, job: int
 ) -> list[str]:
     """Lines that name `host` as a healthy run of the tools the text shows does; `later` 0
     before the failure (the job's first step, its first rendezvous), 1 after it (the next)."""
@@ -272,11 +272,11 @@ def _plain(
         return [
             "INFO:torch.distributed.elastic.rendezvous.dynamic_rendezvous:The node "
             f"'{host}_{rng.randrange(900, 99999)}_0' has joined round {later} of the rendezvous "
-            f"'{job}' as rank {rank} in a world of size {rank + 2}."
+            f"'{job}' as rank {rank} in a world of size {world}."
         ]
     if family == "ray":
         return [_ray_line(host, rng)]
-    return _nccl_info(host, rank, rank + 2, rng)[-2:]
+    return _nccl_info(host, rank, world, rng)[-2:]
 
 
 def _pods_table(hosts: list[str], rng: random.Random) -> list[str]:
@@ -334,12 +334,13 @@ def _styled_inserts(
 ) -> dict[int, list[str]]:
     rows = [i for i, m in found if (s := _style(lines[i], m)) and s.kind == style.kind]
     inserts: dict[int, list[str]] = {}
+    world = len(others) + 1  # the culprit's rank 0 and one rank a neighbour
     if style.kind in ("kube_node_row", "sinfo_row"):
         # a table lists each node once, sorted by name: above the culprit's row or below it
         culprit = found[0][1].group().lower()
         for n, host in enumerate(others):
             at = rows[0] if host.lower() < culprit else rows[0] + 1
-            inserts.setdefault(at, []).extend(_styled(style, host, n + 1, rng))
+            inserts.setdefault(at, []).extend(_styled(style, host, n + 1, world, rng))
         return inserts
     # before the first of the culprit's styled lines, after the last, and between two; Open
     # MPI's bindings are reported at launch, before any of the job's own lines
@@ -347,7 +348,7 @@ def _styled_inserts(
     gaps = gaps[:1] if style.kind == "ompi" else gaps
     for n, host in enumerate(others):
         for g in gaps if len(others) == 1 else {gaps[n % len(gaps)], gaps[-1 - n % len(gaps)]}:
-            inserts.setdefault(g, []).extend(_styled(style, host, n + 1, rng))
+            inserts.setdefault(g, []).extend(_styled(style, host, n + 1, world, rng))
     return inserts
 
 
@@ -365,10 +366,11 @@ def _plain_inserts(
     ]
     gaps = sorted({0, len(lines)} | ({rng.choice(paragraphs)} if paragraphs else set()))
     pre, job = _stream_prefix(lines), rng.randrange(1000, 900000)
+    world = len(others) + 1  # the culprit's rank 0 and one rank a neighbour
     inserts: dict[int, list[str]] = {}
     for n, host in enumerate(others):
         for g in gaps if len(others) == 1 else {gaps[n % len(gaps)], gaps[-1]}:
-            made = _plain(family, host, n + 1, rng, int(g > 0), job)
+            made = _plain(family, host, n + 1, world, rng, int(g > 0), job)
             inserts.setdefault(g, []).extend(pre + ln for ln in made)
     return inserts
 

@@ -12,6 +12,7 @@ here; their texts are never printed (ids are file names and variants).
 
 from __future__ import annotations
 
+import random
 import re
 from functools import cache
 from typing import Any
@@ -80,8 +81,6 @@ def test_the_neighbours_are_other_hosts_and_the_failing_lines_stay(case: dict[st
 
 
 def test_neighbours_follow_the_culprits_naming_and_are_new() -> None:
-    import random
-
     text = "gpu004 failed; gpu011 is busy"
     got = neighbours("gpu004", text, 3, random.Random(1))
     assert len(set(got)) == 3
