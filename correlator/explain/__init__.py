@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from correlator.explain.evidence import quoted_evidence
 from correlator.explain.hosts import own_addresses
 from correlator.explain.models import ExplainInputError, Explanation
 from correlator.explain.readers import read_delivered
@@ -29,7 +30,6 @@ __all__ = [
 ]
 
 MAX_INPUT_BYTES = 64 * 1024 * 1024
-_EVIDENCE_LINES = 6
 
 
 def decode(data: bytes) -> str:
@@ -92,13 +92,7 @@ def _explained(text: str, pieces: dict[str, str]) -> Explanation | None:
     node = node_of(conclusion, hosts, own_addresses(delivered.lines), suspects=suspects)
     gpu, index = gpu_of(conclusion)
     job, user = job_and_user(conclusion)
-    evidence: list[str] = []
-    for f in conclusion.support:
-        raw = delivered.quoted((f.event.raw or f.event.message).rstrip("\n"))
-        for line in "\n".join(pieces.get(ln, ln) for ln in raw.splitlines()).splitlines():
-            # a multi-line event quotes each of its lines, a rejoined line each of its pieces
-            if line.strip() and line not in evidence and len(evidence) < _EVIDENCE_LINES:
-                evidence.append(line)
+    evidence = quoted_evidence(conclusion, delivered, pieces, node)
     v = conclusion.verdict
     return Explanation(
         category=v.category.value if v.category else None,

@@ -44,27 +44,34 @@ _WAITING = frozenset({"CrashLoopBackOff", "RunContainerError", "CreateContainerE
 class _Pod:
     """The describe block read so far: whose pod, on which node, in which container."""
 
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, line: str) -> None:
         self.name = name
         self.operator = bool(_OPERATOR_POD.match(name))
         self.node: str | None = None
         self.init = False
         self.container = ""
         self.state = ""
+        # the lines the verdict rests on besides the reason: the name or owner that makes it an
+        # operator pod, its node, the container and its state (quoted as evidence)
+        self.read: dict[str, str] = {"why": line} if self.operator else {}
 
 
 def _header(pod: _Pod, line: str) -> bool:
     """Reads a pod-level or container-level line into `pod`; True when it was one."""
     if m := _NODE.match(line):
         pod.node = clean_host(m.group("v"))
+        pod.read["node"] = line
     elif m := _OWNER.match(line):
-        pod.operator = pod.operator or bool(_OPERATOR_POD.match(m.group("v")))
+        if not pod.operator and _OPERATOR_POD.match(m.group("v")):
+            pod.operator, pod.read["why"] = True, line
     elif line.rstrip() in ("Init Containers:", "Containers:"):
         pod.init, pod.container = line.startswith("Init"), ""
     elif m := _CONTAINER.match(line):
         pod.container, pod.state = m.group("v"), ""
+        pod.read["container"] = line
     elif m := _STATE.match(line):
         pod.state = m.group("v")
+        pod.read["state"] = line
     else:
         return False
     return True
@@ -77,7 +84,7 @@ def read_operator_pod(lines: list[str]) -> ReadResult:
     pod: _Pod | None = None
     for i, line in enumerate(lines):
         if m := _NAME.match(line):
-            pod = _Pod(m.group("v"))
+            pod = _Pod(m.group("v"), line)
             continue
         if pod is None or _header(pod, line) or not (pod.operator and pod.container):
             continue
@@ -85,6 +92,9 @@ def read_operator_pod(lines: list[str]) -> ReadResult:
         if reason and reason.group("v") in _WAITING and pod.state == "Waiting":
             status = f"{'Init:' if pod.init else ''}{reason.group('v')}"
             msg = f"{pod.name} {status} (container {pod.container})"
-            out.events.append(_event(EventKind.OTHER, line, msg, node=pod.node))
+            read_by = [pod.read[k] for k in ("why", "node", "container", "state") if k in pod.read]
+            out.events.append(
+                _event(EventKind.OTHER, line, msg, node=pod.node, payload={"read_by": read_by})
+            )
             out.claimed.add(i)
     return out
