@@ -102,3 +102,7 @@ VALIDATION_26_SHA256 = "011563ff11e07565fc4caad97262d2df6263fe4a07f0f51f2f984205
 # the 10 sorted new sources after random.Random(54).shuffle, drawn before any rule of round
 # thirty-two and scored once with the rules of e520538): never move a case in or out.
 VALIDATION_27_SHA256 = "36b2efe7e64ee976ce63ddd25e9cf265cb1cddeb8f8f17f53f98f98a12b1f777"
+# sha256 of the sorted validation_28 sources (round thirty-three's held-out split: the first half of
+# the 10 sorted new sources after random.Random(56).shuffle, drawn before any rule of round
+# thirty-three and scored once with the rules of 01bc83c): never move a case in or out.
+VALIDATION_28_SHA256 = "6821e7c0827da6ca6aba306598e858ca4b19251a356ac897d9dfa60a3e96f843"
