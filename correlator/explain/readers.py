@@ -340,14 +340,22 @@ def read_delivered(text: str) -> tuple[list[Event], list[str], Delivered, list[s
     # a host that a line names in a healthy status, at an idle prompt or in a stream of its own
     # without the failure is no last resort
     failing = _read_from(events, delivered, (lines, source))
-    quiet = not_at_fault(lines, each, failing, found)
     hosts = [h for h in each if h]
+    return events, hosts, delivered, _suspects(lines, each, failing, found)
+
+
+def _suspects(
+    lines: list[str], each: list[str | None], failing: list[bool], found: list[str | None]
+) -> list[str]:
+    """The last resort's candidates: hosts named on lines that may show them at fault, of
+    those the ones seen beyond a healthy run's progress lines when there are any."""
+    quiet = not_at_fault(lines, each, failing, found)
     suspects = [h for h, q in zip(each, quiet, strict=True) if h and not q]
     # a host seen only in a healthy run's progress lines (NCCL init, srun -v's launch) is no
     # suspect while another host may be: the other ranks of a job print them too
     progress = progress_lines(lines, failing)
     busy = {h.lower() for h, q, p in zip(each, quiet, progress, strict=True) if h and not (q or p)}
-    return events, hosts, delivered, [h for h in suspects if h.lower() in busy] or suspects
+    return [h for h in suspects if h.lower() in busy] or suspects
 
 
 def _read_from(
