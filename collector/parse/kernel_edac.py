@@ -15,13 +15,17 @@ Formats (torvalds/linux drivers/edac/edac_mc.c, edac_ce_error through edac_mc_pr
 "EDAC MC%d: " prefix): "%d CE %s%son %s (%s page:0x%lx offset:0x%lx grain:%ld syndrome:0x%lx%s%s)"
 since v5.10, "%d CE %s%son %s (%s %s - %s)" / "(%s %s)" before it (count, message, label,
 location); kernels before 3.5 (edac_mc_handle_ce) printed "CE page 0x%lx, offset 0x%lx, grain
-%d, syndrome 0x%lx, row %d, channel %d, label \"%s\": %s", one error a line.
+%d, syndrome 0x%lx, row %d, channel %d, label \"%s\": %s", one error a line. An uncorrected
+error's line has the same shape (edac_ue_error: "%d UE %s%son %s (%s page:0x%lx offset:0x%lx
+grain:%ld%s%s)" since v5.10, "%d UE %s%son %s (%s %s - %s)" before), so it names its module the
+same way; before 3.5 edac_mc_handle_ue printed "UE page 0x%lx, offset 0x%lx, grain %d, row %d,
+labels \"%s\": %s", a row and the labels of all its channels: no one module.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from collector.parse.kernel_rules import Match
@@ -32,9 +36,17 @@ CE_THRESHOLD = 10
 CE_WINDOW_S = 24 * 3600
 FAULT = "edac_ce"  # the payload's "fault" of one CE line's event
 
-_CE = re.compile(
-    r"\bEDAC (?P<mc>MC\d+): (?P<n>\d{1,9}) CE (?:[^()]{0,200}?\s)?on (?P<label>[^\s()]{1,128}) \("
-)
+
+def _edac_line(kind: str) -> re.Pattern[str]:
+    """edac_mc.c's line of one CE or UE report: controller, count, label (the module)."""
+    return re.compile(
+        rf"\bEDAC (?P<mc>MC\d+): (?P<n>\d{{1,9}}) {kind} (?:[^()]{{0,200}}?\s)?on "
+        r"(?P<label>[^\s()]{1,128}) \("
+    )
+
+
+_CE = _edac_line("CE")
+_UE = _edac_line("UE")
 _CE_OLD = re.compile(
     r"\bEDAC (?P<mc>MC\d+): CE page 0x[0-9a-f]+, offset 0x[0-9a-f]+, grain \d+, "
     r"syndrome 0x[0-9a-f]+, row (?P<row>\d+), channel (?P<ch>\d+)"
@@ -65,6 +77,15 @@ def ce_fields(text: str) -> dict[str, Any] | None:
     return None
 
 
+def ue_fields(text: str) -> dict[str, Any] | None:
+    """The module (mc and label, keyed as `ce_fields` keys it) and the UE count of one EDAC UE
+    line, or None (a line that names no one module)."""
+    if "EDAC" not in text or not (m := _UE.search(text)):
+        return None
+    return {"module": f"{m['mc']} {m['label']}", "mc": m["mc"], "label": m["label"],
+            "ue_count": int(m["n"])}  # fmt: skip
+
+
 def edac_ce(msg: str) -> Match | None:
     """One EDAC CE message as a warning that names its module and count (a report: only the
     sum over a day, `most_in_a_day`, says the module is failing)."""
@@ -83,14 +104,25 @@ def most_in_a_day(reports: Iterable[tuple[float | None, int]]) -> tuple[int, flo
     reports = list(reports)
     best = max(((n, 0.0) for t, n in reports if t is None), default=(0, 0.0))
     timed = sorted((t, n) for t, n in reports if t is not None)
-    start, total = 0, 0
-    for t, n in timed:
+    total, first, last = busiest_day(timed)
+    if timed:
+        best = max(best, (total, timed[last][0] - timed[first][0]))
+    return best
+
+
+def busiest_day(timed: Sequence[tuple[float, int]]) -> tuple[int, int, int]:
+    """The most CE errors the (time, count) reports, oldest first, add up to within 24 hours,
+    and the first and last index of the reports that do (the widest such window on ties):
+    the window that reached the trigger, whose reports are its evidence."""
+    best, start, total = (0, 0.0, 0, 0), 0, 0
+    for i, (t, n) in enumerate(timed):
         total += n
         while t - timed[start][0] > CE_WINDOW_S:
             total -= timed[start][1]
             start += 1
-        best = max(best, (total, t - timed[start][0]))
-    return best
+        if (total, t - timed[start][0]) > best[:2]:
+            best = (total, t - timed[start][0], start, i)
+    return best[0], best[2], best[3]
 
 
 def over_threshold_message(module: str, count: int, span: float) -> str:

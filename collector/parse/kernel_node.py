@@ -9,7 +9,9 @@ Each is a `Match` of kind OTHER carrying the message; what it means is the corre
 from __future__ import annotations
 
 import re
+from typing import Any
 
+from collector.parse.kernel_edac import ue_fields
 from collector.parse.kernel_rules import Match
 from timeline.models import EventKind, Severity
 
@@ -58,7 +60,8 @@ def node_fault(msg: str) -> Match | None:
         return None
     for slug, pattern in _NODE_FAULTS:
         if pattern.search(msg):
-            return Match(
-                EventKind.OTHER, msg, None, Severity.ERROR, None, {"text": msg, "fault": slug}
-            )
+            payload: dict[str, Any] = {"text": msg, "fault": slug}
+            if slug == "edac_ue":  # the module it names, keyed as its CE lines' (kernel_edac.py)
+                payload |= ue_fields(msg) or {}
+            return Match(EventKind.OTHER, msg, None, Severity.ERROR, None, payload)
     return None

@@ -8,7 +8,7 @@ before, edac_mc_handle_ce before 3.5) with made-up values."""
 from __future__ import annotations
 
 from collector.parse.kernel import parse_kernel_line, parse_kernel_text
-from collector.parse.kernel_edac import ce_fields, most_in_a_day
+from collector.parse.kernel_edac import busiest_day, ce_fields, most_in_a_day
 from correlator.explain.readers_edac import edac_ce_storms
 from correlator.explain.reasoning import conclude, findings
 from correlator.rules import classify_event
@@ -63,6 +63,24 @@ def test_an_uncorrected_error_stays_a_ue_not_a_ce() -> None:
     assert ev is not None and ev.payload["fault"] == "edac_ue" and ce_fields(ev.message) is None
 
 
+def test_an_uncorrected_error_names_its_module_as_that_module_s_ce_lines_do() -> None:
+    ce = parse_kernel_line(NEW.format(n=1))
+    ue = parse_kernel_line(NEW.format(n=1).replace(" CE ", " UE ").replace(" syndrome:0x0", ""))
+    older = parse_kernel_line(OLDER.format(n=1).replace(" CE ", " UE "))
+    assert ce is not None and ue is not None and older is not None
+    assert ue.payload["fault"] == "edac_ue" and ue.payload["ue_count"] == 1
+    assert ue.payload["module"] == ce.payload["module"]
+    assert older.payload["module"] == "MC0 DIMM_B2"
+
+
+def test_a_pre_3_5_uncorrected_error_names_no_one_module() -> None:
+    # edac_mc_handle_ue printed a row and the labels of all its channels
+    ev = parse_kernel_line(
+        'EDAC MC0: UE page 0x1a2b3, offset 0x4c0, grain 128, row 3, labels ":": i5000_edac'
+    )
+    assert ev is not None and ev.payload["fault"] == "edac_ue" and "module" not in ev.payload
+
+
 def test_nine_corrected_errors_of_one_module_in_a_day_stay_a_report() -> None:
     text = "\n".join(_syslog(i, NEW.format(n=n)) for i, n in enumerate((3, 3, 2, 1)))
     events = parse_kernel_text(text, year=2025)
@@ -97,3 +115,10 @@ def test_errors_more_than_a_day_apart_are_not_summed() -> None:
     assert most_in_a_day([(0.0, 6), (86_400.0 + 1, 6)]) == (6, 0.0)
     assert most_in_a_day([(0.0, 6), (86_400.0, 4)]) == (10, 86_400.0)
     assert most_in_a_day([(None, 6), (None, 6)]) == (6, 0.0)
+
+
+def test_the_busiest_day_is_the_window_of_reports_that_adds_up_to_the_most() -> None:
+    reports = [(0.0, 4), (600.0, 6), (90_000.0, 1), (90_600.0, 2)]
+    assert busiest_day(reports) == (10, 0, 1)
+    assert busiest_day([(0.0, 5), (100.0, 5), (86_500.0, 5)]) == (10, 1, 2)  # widest on ties
+    assert busiest_day([]) == (0, 0, 0)
