@@ -156,12 +156,13 @@ class EventPass:
                 v = self.repeats.escalate(ev) or v
             inc = self.book.add(ev, v, ev.jobs)
             self._probe([ev])
+            self.ce_storms.checked(ev, inc)  # a machine check holds its node's CE storms
             if v.category in HARDWARE and can_explain(v):
                 self._adopt_orphans(ev, inc)
         elif v.category is None:
             self._consequence(ev)
-        elif not ev.jobs:
-            self.book.add(ev, v, [])  # e.g. a timeout no job claims: still worth a look
+        elif not ev.jobs:  # e.g. a timeout no job claims: still worth a look
+            self.ce_storms.checked(ev, self.book.add(ev, v, []))
             self._probe([ev])
         else:  # a symptom of a job's failure (peer error, bare exit code): filed if nothing else
             symptoms[ev.jobs[0].job_id].append(ev)
@@ -290,7 +291,7 @@ class EventPass:
         head = next((e for e in timeouts if e.payload.get("rank") == culprit.rank), timeouts[0])
         inc = self.book.get_or_open(fingerprint("nccl", job.job_id), head, verdict, job)
         if inc.details.get("priority", -1) < 0:
-            self.book._set_root(inc, head, verdict)
+            self.book.set_root(inc, head, verdict)
         inc.culprit_node = culprit.node
         inc.culprit_gpu_uuid = inc.culprit_pci_bus_id = inc.culprit_gpu_index = None
         inc.confidence = culprit.confidence

@@ -139,9 +139,10 @@ class IncidentBook:
     def raise_root(self, inc: Incident, ev: Ev, verdict: Verdict) -> None:
         """Make `ev` the incident's root cause when its verdict is stronger than the root's."""
         if verdict.priority > int(inc.details.get("priority", -1)):
-            self._set_root(inc, ev, verdict)
+            self.set_root(inc, ev, verdict)
 
-    def _set_root(self, inc: Incident, ev: Ev, verdict: Verdict) -> None:
+    def set_root(self, inc: Incident, ev: Ev, verdict: Verdict) -> None:
+        """Make `ev` the incident's root cause, with its verdict's category, title and action."""
         inc.details["priority"] = verdict.priority
         inc.category = verdict.category.value if verdict.category else None
         inc.blame, inc.title, inc.action = (
@@ -202,11 +203,15 @@ class IncidentBook:
             self.add_job(target, JobRef(job.job_id, job.scheduler or "unknown", job.user,
                                         job.account))  # fmt: skip
         target.details.setdefault("culprit", {"method": "hardware_event", "summary": why})
+        self.retire(orphan, why=why)
+        self.changed[target.fingerprint] = target
+
+    def retire(self, orphan: Incident, *, why: str) -> None:
+        """Resolve an open incident whose evidence another incident now holds."""
         orphan.state, orphan.resolved_ts = IncidentState.RESOLVED, orphan.last_seen_ts
         orphan.resolution = f"superseded: {why}"[:255]
         self.by_fp.pop(orphan.fingerprint, None)
         self.changed[orphan.fingerprint] = orphan
-        self.changed[target.fingerprint] = target
 
     def open_for(self, *, job_id: str) -> list[Incident]:
         """Open incidents that affect or belong to a job."""
@@ -256,6 +261,9 @@ def explain(inc: Incident) -> str:
     culprit = inc.details.get("culprit")
     if isinstance(culprit, dict) and culprit.get("summary"):
         why.append(str(culprit["summary"]))
+    supporting = inc.details.get("supporting")  # findings that back the root up (edac.py)
+    if isinstance(supporting, dict):
+        why += [str(s) for s in supporting.values() if s]
     if why:
         sentences.append("Evidence: " + "; ".join(why).rstrip(".") + ".")
     if inc.action:

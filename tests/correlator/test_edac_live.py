@@ -6,13 +6,16 @@ Lines follow torvalds/linux drivers/edac/edac_mc.c's edac_ce_error format, made-
 
 from __future__ import annotations
 
+from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
 from collector.parse.kernel import parse_kernel_line
 from correlator import service as incidents
 from correlator.models import Incident
 from tests.correlator.correlator_fleet import Fleet
+from timeline import tables as t
 from timeline.models import Event
+from timeline.settings import Settings
 
 NODE = "gpu-node-03"
 T0 = 1_750_000_000.0
@@ -42,6 +45,14 @@ def _fleet(session_factory: sessionmaker[Session]) -> Fleet:
 def _filed(session_factory: sessionmaker[Session]) -> list[Incident]:
     with session_factory() as s:
         return incidents.list_incidents(s)
+
+
+def _ids_at(session_factory: sessionmaker[Session], *times: float) -> list[int]:
+    """The stored ids of the events at these times, in that order."""
+    with session_factory() as s:
+        rows = s.execute(select(t.events.c.ts, t.events.c.id)).all()
+    by_ts = {ts: i for ts, i in rows}
+    return [by_ts[ts] for ts in times]
 
 
 def test_ten_corrected_errors_of_one_module_in_a_day_open_one_node_incident(
@@ -118,3 +129,39 @@ def test_later_passes_update_the_one_open_incident_instead_of_duplicating_it(
     fleet.correlate(now=T0 + 2400)
     filed = _filed(session_factory)
     assert len(filed) == 1 and filed[0].count == 13 and len(filed[0].evidence_event_ids) == 3
+
+
+def test_the_evidence_is_the_day_that_reached_the_trigger_not_the_day_before_the_pass(
+    session_factory: sessionmaker[Session],
+) -> None:
+    fleet = _fleet(session_factory)
+    day = [T0 + 600 * i for i in range(4)]
+    late = T0 + 25 * 3600  # one more error a day and more after the first: not that day's
+    fleet.events(*[_ce(DIMM_A, n, ts) for ts, n in zip(day, (4, 2, 3, 1), strict=True)])
+    fleet.events(_ce(DIMM_A, 1, late))
+    report = fleet.correlate(now=late + 60)
+    [filed] = _filed(session_factory)
+    assert filed.count == 10
+    assert filed.evidence_event_ids == _ids_at(session_factory, *day)
+    assert filed.root_cause_event_id == _ids_at(session_factory, day[-1])[0]
+    assert "EDAC corrected memory errors: 10 on MC0" in filed.explanation
+    assert len(report.incident_event_received_ts) == 4
+
+
+def test_a_later_busier_day_replaces_the_evidence_of_the_earlier_one(
+    session_factory: sessionmaker[Session],
+) -> None:
+    # A dedup window of two days keeps the one incident open across both days.
+    settings = Settings(database_url="sqlite://", correlator_dedup_window_s=2 * 86_400)
+    fleet = Fleet(session_factory, settings)
+    fleet.nodes([NODE])
+    first = [T0 + 600 * i for i in range(4)]
+    fleet.events(*[_ce(DIMM_A, n, ts) for ts, n in zip(first, (4, 2, 3, 1), strict=True)])
+    fleet.correlate(now=first[-1] + 60)
+    second = [T0 + 30 * 3600 + 600 * i for i in range(3)]
+    fleet.events(*[_ce(DIMM_A, 5, ts) for ts in second])
+    fleet.correlate(now=second[-1] + 60)
+    [filed] = _filed(session_factory)
+    assert filed.count == 15
+    assert filed.evidence_event_ids == _ids_at(session_factory, *second)
+    assert "EDAC corrected memory errors: 15 on MC0" in filed.explanation
