@@ -116,13 +116,21 @@ FAMILY_FILES = (
     # kubelet.json, whose exec-not-found is the image's (nvidia-container-cli is the host's)
     "apptainer.json",
     "linux_kernel.json",
+    # probe set 28: the shared file systems' clients and daemons (GPFS's mmfs, BeeGFS's kernel
+    # module), beside the kernel's own NFS and Lustre lines
+    "gpfs.json",
+    "beegfs.json",
     "cuda.json",
+    # GPUDirect Storage's status strings name the cuFile error, not a CUDA one
+    "cufile.json",
     # RMM's device out-of-memory is a std::bad_alloc by type: read before the host OOM rule
     "rmm.json",
     "triton.json",
     "nccl.json",
     "ib_verbs.json",
     "fabric_manager.json",
+    # the IMEX daemon shares Fabric Manager's log prefix; its messages are its own
+    "imex.json",
     "fabric.json",
     "rocm.json",
     "mpi.json",
