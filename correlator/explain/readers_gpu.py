@@ -157,6 +157,26 @@ def _smi_q_status(inside: str, key: str, value: str, line: str, pci: str | None)
         return _event(EventKind.ECC, line, f"{key}: Yes", pci_bus_id=pci)
     if k in ("hw slowdown", "hw thermal slowdown", "hw power brake slowdown") and v == "active":
         return _event(EventKind.THERMAL, line, f"{key}: Active", pci_bus_id=pci)
+    return _smi_q_fabric(inside, k, value, line, pci)
+
+
+# nvmlGpuFabricInfo: Status is the registration's error (nvmlReturn_t) once State is Completed,
+# "N/A" before; "Not Supported" on GPUs outside an NVLink domain. Health Summary is
+# NVML_GPU_FABRIC_HEALTH_SUMMARY_* (Healthy, Unhealthy, Limited Capacity, Not Supported).
+_FABRIC_STATUS_OK = ("success", "n/a", "not supported", "")
+
+
+def _smi_q_fabric(inside: str, k: str, value: str, line: str, pci: str | None) -> Event | None:
+    """-q Fabric block (multi-node NVLink GPUs): a failed registration or an unhealthy fabric."""
+    in_fabric = inside == "fabric" or inside.endswith(" / fabric")
+    if in_fabric and k == "status" and value.lower() not in _FABRIC_STATUS_OK:
+        return _event(
+            EventKind.OTHER, line, f"nvidia-smi: GPU Fabric Status : {value}", pci_bus_id=pci
+        )
+    in_health = inside.endswith("fabric / health")
+    if in_health and k == "summary" and value.lower() == "unhealthy":
+        msg = "nvidia-smi: GPU Fabric Health Summary : Unhealthy"
+        return _event(EventKind.OTHER, line, msg, pci_bus_id=pci)
     return None
 
 

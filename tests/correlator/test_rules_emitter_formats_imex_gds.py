@@ -132,3 +132,55 @@ def test_cufile_fallback_notices_are_nothing_to_explain(
 ) -> None:
     text = CUFILE_LOG.format(level=level, module=module, message=message)
     assert explain_text(text).category is None
+
+
+# nvidia-smi -q's per-GPU Fabric block (nvmlGpuFabricInfo_v3_t): the node's view of the NVLink
+# fabric that Fabric Manager or, on GB200 NVL racks, the NVLink Subnet Manager (NMX) runs.
+SMI_FABRIC = """==============NVSMI LOG==============
+
+Timestamp                                              : Tue Jun  2 09:49:44 2026
+Driver Version                                         : 580.159.04
+CUDA Version                                           : 13.0
+
+Attached GPUs                                          : 4
+GPU 00000008:01:00.0
+    Product Name                                       : NVIDIA GB200
+    Fabric
+        State                                          : {state}
+        Status                                         : {status}
+        CliqueId                                       : {clique}
+        ClusterUUID                                    : 00000000-0000-0000-0000-000000000000
+        Health
+            Summary                                    : {summary}
+            Bandwidth                                  : Full
+    Processes                                          : None
+"""
+
+
+@pytest.mark.parametrize(
+    ("state", "status", "summary"),
+    [("Completed", "Insufficient Resources", "N/A"), ("Completed", "Success", "Unhealthy")],
+)
+def test_a_gpu_whose_nvlink_fabric_registration_failed_is_the_nodes_fabric(
+    state: str, status: str, summary: str
+) -> None:
+    text = "root@gb200-n07:~# nvidia-smi -q\n" + SMI_FABRIC.format(
+        state=state, status=status, clique=0, summary=summary
+    )
+    got = explain_text(text)
+    assert (got.category, got.blame, got.node) == ("interconnect", "node", "gb200-n07")
+
+
+@pytest.mark.parametrize(
+    ("state", "status", "summary"),
+    [
+        ("Completed", "Success", "Healthy"),
+        ("In Progress", "N/A", "N/A"),
+        ("Not Supported", "Not Supported", "Not Supported"),
+    ],
+)
+def test_a_registered_or_unsupported_fabric_is_nothing_to_explain(
+    state: str, status: str, summary: str
+) -> None:
+    text = SMI_FABRIC.format(state=state, status=status, clique=32766, summary=summary)
+    assert explain_text(text).category is None
