@@ -59,7 +59,9 @@ host is seen otherwise, the one host of a job's log is still its host. Sources:
   "cudaDriverVersion"; src/graph/rings.cc "Channel %02d/%02d : " and the ring's ranks; the
   transports' "Channel %02d : %d[%lx] -> %d[%lx] via %s" (src/transport/p2p.cc, shm.cc,
   net.cc; "Ring %02d :" in NCCL 2.4); src/bootstrap.cc "Bootstrap : Using"; src/net.cc
-  "NET/Plugin", "Using network"; NET/IB's and NET/Socket's "NET/%s : Using"; src/misc/param.cc
+  "NET/Plugin", "Using network"; NET/IB's and NET/Socket's "NET/%s : Using"; NET/IB's "NET/IB :
+  No device found." (src/transport/net_ib.cc ncclIbInit: a host with no RDMA device, whose
+  NCCL goes on over sockets, src/net.cc disabling a transport with no devices); src/misc/param.cc
   "%s set by environment to". An error's INFO lines ("%s:%d -> %d", src/include/checks.h)
   are none of these;
 - Slurm srun -v: SchedMD/slurm src/api/step_launch.c "launching %ps on host %s, %u tasks: %s";
@@ -250,7 +252,7 @@ _NCCL_INIT = (
     r"|(?:Channel|Ring) \d+(?:/\d+)? : \d+(?:\[\w+\])? -> \d+(?:\[\w+\])? .*via \S+"
     r"|Trees |threadThresholds |\d+ coll channels|Connected all (?:rings|trees)$"
     r"|Setting affinity for GPU|cudaDriverVersion \d+$|Bootstrap : Using |NET/Plugin"
-    r"|Using network |NET/\w+ : Using |NCCL_\w+ set by environment to "
+    r"|Using network |NET/\w+ : Using |NET/IB : No device found\.$|NCCL_\w+ set by environment to "
 )
 _PROGRESS = re.compile(
     rf"[\w.-]+:\d+:\d+ \[\d+\] NCCL INFO (?:{_NCCL_INIT})"

@@ -339,32 +339,48 @@ def read_delivered(text: str) -> tuple[list[Event], list[str], Delivered, list[s
     each = [named[i] or host_in_line(ln) for i, ln in enumerate(lines)]
     # a host that a line names in a healthy status, at an idle prompt or in a stream of its own
     # without the failure is no last resort
-    failing = _read_from(events, delivered, (lines, source))
+    failing, failed = _read_from(events, delivered, (lines, source))
     hosts = [h for h in each if h]
-    return events, hosts, delivered, _suspects(lines, each, failing, found)
+    return events, hosts, delivered, _suspects(lines, each, (failing, failed), found)
 
 
 def _suspects(
-    lines: list[str], each: list[str | None], failing: list[bool], found: list[str | None]
+    lines: list[str],
+    each: list[str | None],
+    read: tuple[list[bool], list[bool]],
+    found: list[str | None],
 ) -> list[str]:
     """The last resort's candidates: hosts named on lines that may show them at fault, of
-    those the ones seen beyond a healthy run's progress lines when there are any."""
+    those the ones seen beyond a healthy run's progress lines when there are any (`read`: the
+    lines with any reading, and those read as a failure)."""
+    failing, failed = read
     quiet = not_at_fault(lines, each, failing, found)
     suspects = [h for h, q in zip(each, quiet, strict=True) if h and not q]
     # a host seen only in a healthy run's progress lines (NCCL init, srun -v's launch) is no
-    # suspect while another host may be: the other ranks of a job print them too
-    progress = progress_lines(lines, failing)
+    # suspect while another host may be: the other ranks of a job print them too; a progress
+    # line a rule reads as no failure (NCCL's net plugin fallback) is still one
+    progress = progress_lines(lines, failed)
     busy = {h.lower() for h, q, p in zip(each, quiet, progress, strict=True) if h and not (q or p)}
     return [h for h in suspects if h.lower() in busy] or suspects
 
 
 def _read_from(
     events: list[Event], delivered: Delivered, texts: tuple[list[str], list[str]]
-) -> list[bool]:
+) -> tuple[list[bool], list[bool]]:
     """For each line (as delivered or without its pdsh prefix), whether an event that means
     something (a finding's, reasoning.findings) was read from it (an event quotes a line as
-    pasted, Delivered.verbatim's values)."""
-    meant = [ev for ev in events if classify_event(ev) is not None]
-    raw = {ln.strip() for ev in meant for ln in (ev.raw or ev.message or "").splitlines()}
+    pasted, Delivered.verbatim's values), and whether one that means a failure was: a kind of
+    failure or a cause, not a rule's reading of a notice as no failure (category None and no
+    root cause, as reasoning.conclude tells them apart)."""
+    verdicts = [(ev, classify_event(ev)) for ev in events]
+    meant = [ev for ev, v in verdicts if v is not None]
+    failed = [ev for ev, v in verdicts if v is not None and (v.category or v.root_cause)]
+    return _lines_of(meant, delivered, texts), _lines_of(failed, delivered, texts)
+
+
+def _lines_of(
+    events: list[Event], delivered: Delivered, texts: tuple[list[str], list[str]]
+) -> list[bool]:
+    raw = {ln.strip() for ev in events for ln in (ev.raw or ev.message or "").splitlines()}
     raw |= {k.strip() for k, v in delivered.verbatim.items() if v.strip() in raw}
     return [a.strip() in raw or b.strip() in raw for a, b in zip(*texts, strict=True)]
