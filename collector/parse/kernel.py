@@ -2,7 +2,8 @@
 
 The stateful `KernelLogParser` adds what one line cannot show: multi-line messages (the
 "fallen off the bus" block with no Xid, AER detail lines, SXid data lines, an OOM-killer
-episode), the GPU UUID the driver printed for a PCI id, and flood collapsing.
+episode, a firmware-first GHES record's "{N}[Hardware Error]: " lines: kernel_ghes.py), the
+GPU UUID the driver printed for a PCI id, and flood collapsing.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from typing import Any
 from collector.parse.common import MAX_MESSAGE, MAX_RAW, FloodCollapser, cap, clean_line
 from collector.parse.common import normalize_pci_bus_id as _norm
 from collector.parse.kernel_edac import edac_ce
+from collector.parse.kernel_ghes import ghes_record, record_of
 from collector.parse.kernel_groups import GROUPED, OpenGroups
 from collector.parse.kernel_host import aer, oom
 from collector.parse.kernel_node import WORTH_A_LOOK as _NODE_WORTH
@@ -34,12 +36,15 @@ _GPU_AT = re.compile(r"NVRM: GPU at (?:PCI:)?(?P<pci>[0-9a-fA-F:.]+): (?P<uuid>G
 _SERIAL = re.compile(r"NVRM: GPU Board Serial Number: (?P<serial>\S+)")
 _THE_GPU = re.compile(r"NVRM: The NVIDIA GPU [0-9a-fA-F:.]+(?: \(PCI ID: [0-9a-fA-F:]+\))?\s*$")
 _GROUP_MAX_LINES = 1000  # an OOM episode's memory dump is long; stop waiting after this
+_GHES_IDLE_LINES = 20  # other lines after which an open GHES record is taken as complete
 
 
 def classify_kernel_message(message: str) -> Match | None:
     """Recognize one kernel message (no time prefix); None for lines that matter to no one."""
     if not (_WORTH_A_LOOK.search(message) or _NODE_WORTH.search(message)):
         return None
+    if (ghes := record_of(message)) is not None:  # one line of a GHES record, read alone
+        return ghes_record([ghes[1]])
     for rec in (*RECOGNIZERS, aer, oom, node_fault, edac_ce):
         if (m := rec(message)) is not None:
             return m
@@ -122,6 +127,10 @@ class KernelLogParser:
         self._groups = OpenGroups()  # multi-line AER / SXid / OOM messages being put together
         self._idle_lines = 0
         self._head: list[tuple[KernelLine, str]] = []  # "NVRM: The NVIDIA GPU ..." block so far
+        # the open GHES record's lines: (line, raw, record number, body); its first line's ts
+        self._ghes: list[tuple[KernelLine, str, int, str]] = []
+        self._ghes_ts: float | None = None
+        self._ghes_idle = 0
         # last (host, message) -> its flood key
         self._last: tuple[tuple[str | None, str], tuple[object, ...]] | None = None
 
@@ -155,6 +164,13 @@ class KernelLogParser:
             done = self._feed_head(kl, line, out)
             if done:
                 return out
+        if (ghes := record_of(kl.message)) is not None:
+            out += self._feed_ghes(kl, line, ghes, ts)
+            return out
+        if self._ghes:  # other CPUs' lines may fall between a record's lines
+            self._ghes_idle += 1
+            if self._ghes_idle > _GHES_IDLE_LINES:
+                out += self._close_ghes()
         if _THE_GPU.search(kl.message):
             self._head = [(kl, line)]
             return out
@@ -174,6 +190,8 @@ class KernelLogParser:
     def tick(self, now: float, *, group_grace_s: float = 2.0) -> list[Event]:
         """Release what waited long enough by `now` (streaming use); floods wait a window."""
         out: list[Event] = []
+        if self._ghes and (self._ghes_ts or 0.0) < now - group_grace_s:
+            out += self._close_ghes()
         out += self._release(self._groups.close_older_than(now - group_grace_s))
         out += [self._finish(e) for e in self._flood.release_older_than(now - self._flood.window_s)]
         return out
@@ -183,6 +201,7 @@ class KernelLogParser:
         out: list[Event] = []
         if self._head:
             self._head = []
+        out += self._close_ghes()
         out += self._release(self._groups.close_all())
         out += [self._finish(e) for e in self._flood.flush()]
         return out
@@ -192,6 +211,7 @@ class KernelLogParser:
         held = self._flood.held_events() + self._groups.events()
         seqs = [e.payload["seq"] for e in held if isinstance(e.payload.get("seq"), int)]
         heads = [kl.seq for kl, _ in self._head if kl.seq is not None]
+        heads += [kl.seq for kl, *_ in self._ghes[:1] if kl.seq is not None]
         return min(seqs + heads, default=None)
 
     # --- internals --------------------------------------------------------------------------
@@ -219,6 +239,39 @@ class KernelLogParser:
         elif len(self._head) >= 4:
             self._head = []
         return True
+
+    def _feed_ghes(
+        self, kl: KernelLine, line: str, ghes: tuple[int, str], ts: float | None
+    ) -> list[Event]:
+        """Add one line to the open GHES record, or close it and open another: the lines of one
+        record share its number (ghes.c __ghes_print_estatus "{%u}") and its host; a header
+        line starts a new record even under a number seen before (the count restarts at boot)."""
+        rec, body = ghes
+        out: list[Event] = []
+        if self._ghes:
+            first, _, open_rec, _ = self._ghes[0]
+            if rec != open_rec or kl.host != first.host or body.startswith("Hardware error"):
+                out = self._close_ghes()
+        if not self._ghes:
+            when = kl.ts if kl.ts is not None else ts
+            self._ghes_ts = when if when is not None else kl.uptime_s
+        self._ghes.append((kl, line, rec, body))
+        self._ghes_idle = 0
+        if len(self._ghes) >= _GROUP_MAX_LINES:
+            out += self._close_ghes()
+        return out
+
+    def _close_ghes(self) -> list[Event]:
+        """The open GHES record as one event (kernel_ghes.ghes_record), if one is open."""
+        if not self._ghes:
+            return []
+        lines, ts, self._ghes, self._ghes_ts = self._ghes, self._ghes_ts, [], None
+        m = ghes_record([body for *_, body in lines])
+        if m is None:
+            return []
+        raw = "\n".join(r.rstrip("\r\n") for _, r, *_ in lines)
+        ev = _event(lines[0][0], m, raw, node=self.node, ts=ts, source=self.source)
+        return self._place(ev)
 
     def _learn_identity(self, message: str) -> None:
         if m := _GPU_AT.search(message):

@@ -15,6 +15,11 @@ from collector.parse.kernel_edac import ue_fields
 from collector.parse.kernel_rules import Match
 from timeline.models import EventKind, Severity
 
+_MEMORY_FAILURE = re.compile(
+    r"Memory failure: (?P<pfn>0x[0-9a-f]{1,16}): recovery action for (?P<page>[^:]{1,60}): "
+    r"(?P<result>Ignored|Failed|Delayed|Recovered)\b"
+)
+
 # (slug, message shape) -- kernel/watchdog.c, kernel/watchdog_perf.c, kernel/hung_task.c,
 # kernel/panic.c, arch/x86/kernel/cpu/mce/core.c, drivers/edac, block/blk-core.c,
 # fs/buffer.c, fs/ext4/super.c, fs/xfs, fs/nfs/client.c, drivers/iommu/amd/iommu.c
@@ -25,7 +30,19 @@ _NODE_FAULTS: list[tuple[str, re.Pattern[str]]] = [
     ("hung_task", re.compile(r"INFO: task \S+ blocked for more than \d+ seconds")),
     ("panic", re.compile(r"Kernel panic - not syncing")),
     ("kernel_bug", re.compile(r"kernel BUG at \S+")),
-    ("machine_check", re.compile(r"mce: \[Hardware Error\]|Machine check events logged")),
+    (
+        "machine_check",
+        re.compile(
+            r"mce: \[Hardware Error\]|Machine check events logged|"
+            # __print_mce before mce/core.c's pr_fmt "mce: " (2.6.3x-4.x): HW_ERR alone
+            r"(?:^|\s)\[Hardware Error\]: CPU \d+: Machine Check|"
+            # kill_me_maybe / mce_notify_process: pr_err under pr_fmt "mce: "
+            r"mce: Uncorrected hardware memory error in user-access at"
+        ),
+    ),
+    # mm/memory-failure.c action_result: pr_err("%#lx: recovery action for %s: %s\n") under
+    # pr_fmt "Memory failure: ", printed for each page the hardware poisoned (all four results)
+    ("memory_failure", _MEMORY_FAILURE),
     ("edac_ue", re.compile(r"EDAC \S+: .{0,60}\b(?:UE|Uncorrected|uncorrectable)\b")),
     (
         "io_error",
@@ -50,6 +67,7 @@ _NODE_FAULTS: list[tuple[str, re.Pattern[str]]] = [
 ]
 WORTH_A_LOOK = re.compile(
     r"lockup|LOCKUP|blocked for more than|panic|BUG|Hardware Error|Machine check|EDAC|"
+    r"Memory failure|hardware memory error|"
     r"I/O error|EXT4-fs|XFS|read-only|nfs: server|IO_PAGE_FAULT|DMAR"
 )
 
@@ -63,5 +81,7 @@ def node_fault(msg: str) -> Match | None:
             payload: dict[str, Any] = {"text": msg, "fault": slug}
             if slug == "edac_ue":  # the module it names, keyed as its CE lines' (kernel_edac.py)
                 payload |= ue_fields(msg) or {}
+            elif slug == "memory_failure" and (mf := _MEMORY_FAILURE.search(msg)):
+                payload |= {"pfn": mf["pfn"], "page_type": mf["page"], "result": mf["result"]}
             return Match(EventKind.OTHER, msg, None, Severity.ERROR, None, payload)
     return None

@@ -35,6 +35,11 @@ Formats (torvalds/linux unless named; the commit is the stored version the forma
   to log error (0x%x).", fs/xfs/xfs_fsops.c @010e85f9e4 "Log I/O Error Detected. Shutting down
   filesystem"; block/blk-core.c print_req_error "%s error, dev %s, sector %llu op 0x%x:(%s) flags
   0x%x phys_seg %u prio class %u" (blk_status_to_str; 4.x-5.x behind "blk_update_request: ");
+- drivers/acpi/apei/ghes.c @0237d7f355 __ghes_print_estatus ("{%u}" HW_ERR) and
+  drivers/firmware/efi/cper.c @0a5a46a6a6 cper_estatus_print "event severity: %s" (recoverable and
+  fatal are uncorrected, corrected a report); mce/core.c kill_me_maybe "Uncorrected hardware memory
+  error in user-access at %llx"; mm/memory-failure.c action_result "%#lx: recovery action for %s:
+  %s" (pr_fmt "Memory failure: ");
 - util-linux sys-utils/choom.c "pid %d's current OOM score adjust value: %d" (a healthy control).
 
 Verdicts follow tests/fixtures/corpus/README.md's policy: kernel and cgroup OOM kills are
@@ -209,6 +214,31 @@ FORMATS: list[tuple[str, str, Mapping[str, Sequence[Any]], tuple[str | None, str
             "label": ("CPU_SrcID#1_MC#0_Chan#0_DIMM#0", "P1_DIMM_B1", "unknown memory"),
             "ch": (0, 1),
             "page": ("1234", "ffeed"),
+        },
+        NODE,
+    ),
+    # --- APEI/GHES (ghes.c "{%u}" HW_ERR, cper.c cper_estatus_print), mce/core.c kill_me_maybe,
+    # mm/memory-failure.c action_result: an uncorrected error poisons a page (a corrected
+    # record is a report: test_rules_emitter_formats_kernel.HEALTHY)
+    (
+        "ghes-uncorrected",
+        "{{{rec}}}[Hardware Error]: event severity: {sev}",
+        {"rec": (1, 42), "sev": ("fatal", "recoverable")},
+        NODE,
+    ),
+    (
+        "mce-user-access",
+        "mce: Uncorrected hardware memory error in user-access at {pa}",
+        {"pa": ("8a398a400", "af34214200")},
+        NODE,
+    ),
+    (
+        "memory-failure",
+        "Memory failure: 0x{pfn}: recovery action for {page}: {result}",
+        {
+            "pfn": ("8a398a", "af34214"),
+            "page": ("dirty LRU page", "reserved kernel page", "free buddy page"),
+            "result": ("Recovered", "Failed", "Ignored", "Delayed"),
         },
         NODE,
     ),

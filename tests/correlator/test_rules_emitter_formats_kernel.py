@@ -32,6 +32,12 @@ HEALTHY: list[tuple[str, str]] = [
         "EDAC MC0: 1 CE memory read error on CPU_SrcID#0_MC#0_Chan#1_DIMM#0 (channel:1 "
         "slot:0 page:0x1234 offset:0x0 grain:32 syndrome:0x0 - err_code:0x0000:0x009f)",
     ),
+    # a firmware-first (GHES) record the hardware corrected: cper.c's "event severity: corrected"
+    ("ghes-corrected", "{3}[Hardware Error]: event severity: corrected"),
+    (
+        "ghes-corrected-by-hw",
+        "{3}[Hardware Error]: It has been corrected by h/w and requires no further action",
+    ),
     ("mce-thermal", "mce: CPU0: Thermal monitoring enabled (TM1)"),
     ("mce-decoding", "MCE: In-kernel MCE decoding enabled."),
     ("aer-enabled", "pcieport 0000:00:01.0: AER: enabled with IRQ 26"),
