@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass
 
+from sqlalchemy import or_
 from sqlalchemy.orm import Session
 
 from collector.parse.kernel_edac import (
@@ -37,17 +38,21 @@ from timeline import tables as t
 from timeline.models import Event, EventKind, Severity
 
 _MAX_LINES = 20_000  # CE lines read per node and pass: a storm's day is far fewer events
-# The agent's slugs for a machine check and an EDAC uncorrected error (kernel_node.py).
-MACHINE_CHECKS = frozenset({"machine_check", "edac_ue"})
+# The agent's slugs for a machine check (an "mce:" line, an uncorrected GHES record:
+# kernel_ghes.py), an EDAC uncorrected error and a page the hardware poisoned (kernel_node.py).
+MACHINE_CHECKS = frozenset({"machine_check", "edac_ue", "memory_failure"})
+# what the message of a CE event holds: an EDAC CE line, or a corrected GHES memory record
+_CE_TEXTS = ("EDAC", "[Hardware Error]")
 CHECKED = "machine_check_modules"  # details: modules its machine checks name (None: none named)
 STORMS = "ce_storms"  # details: module -> the storm's count, span and evidence event ids
 
 
 def is_ce(ev: Ev) -> bool:
-    """An event of one EDAC CE line, as the agent's kernel parser emits it."""
+    """An event of one EDAC CE line (or corrected GHES memory record naming its DIMM), as the
+    agent's kernel parser emits it."""
     return (
         ev.kind is EventKind.OTHER
-        and "EDAC" in ev.message
+        and any(t in ev.message for t in _CE_TEXTS)
         and ev.payload.get("fault") == FAULT
         and isinstance(ev.payload.get("ce_count"), int)
     )
@@ -133,7 +138,8 @@ class CeStorms:
         stmt = (
             select_events()
             .where(e.c.node == node, e.c.kind == EventKind.OTHER.value)
-            .where(e.c.ts >= since, e.c.ts <= until, e.c.message.like("%EDAC%"))
+            .where(e.c.ts >= since, e.c.ts <= until)
+            .where(or_(*(e.c.message.like(f"%{t}%") for t in _CE_TEXTS)))
             .order_by(e.c.ts, e.c.id)
             .limit(_MAX_LINES)
         )
