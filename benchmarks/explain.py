@@ -79,10 +79,12 @@ changed any rule (benchmarks/explain_round29.json), "round30": the figures the r
 at 08027c4 scored on every split of the corpus with round thirty-one's new cases, measured before
 round thirty-one changed any rule (benchmarks/explain_round30.json), "round31": the figures the
 rules of main at e520538 scored on every split of the corpus with round thirty-two's new cases,
-measured before round thirty-two changed any rule (benchmarks/explain_round31.json), and
+measured before round thirty-two changed any rule (benchmarks/explain_round31.json),
 "round32": the figures the rules of main at 01bc83c scored on every split of the corpus with
 round thirty-three's new cases, measured before round thirty-three changed any rule
-(benchmarks/explain_round32.json).
+(benchmarks/explain_round32.json), and "round33": the figures the rules of main at 11b9ae7
+scored on every split of the corpus, measured before round thirty-four changed any rule
+(benchmarks/explain_round33.json).
 "validation_3": a second held-out split gathered in round three from sources no other case
 uses, labelled and scored with round two's rules before any rule of round three was written;
 "validation_4": a third one, gathered in round eight from sources no other case uses, labelled
@@ -165,7 +167,7 @@ _HERE = Path(__file__).resolve().parent
 # key "roundN" reads benchmarks/explain_roundN.json.
 _FROZEN = (
     ("before", _HERE / "explain_before.json"),
-    *((f"round{i}", _HERE / f"explain_round{i}.json") for i in (1, 2, 3, 4, 5, *range(7, 33))),
+    *((f"round{i}", _HERE / f"explain_round{i}.json") for i in (1, 2, 3, 4, 5, *range(7, 34))),
 )
 # the held-out splits in the order they were drawn (there is no validation_2: the second one,
 # gathered in round three, is validation_3)
