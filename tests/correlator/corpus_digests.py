@@ -106,3 +106,7 @@ VALIDATION_27_SHA256 = "36b2efe7e64ee976ce63ddd25e9cf265cb1cddeb8f8f17f53f98f98a
 # the 10 sorted new sources after random.Random(56).shuffle, drawn before any rule of round
 # thirty-three and scored once with the rules of 01bc83c): never move a case in or out.
 VALIDATION_28_SHA256 = "6821e7c0827da6ca6aba306598e858ca4b19251a356ac897d9dfa60a3e96f843"
+# sha256 of the sorted validation_29 sources (round thirty-four's held-out split: the first half of
+# the 10 sorted new sources after random.Random(58).shuffle, drawn before any rule of round
+# thirty-four and scored once with the rules of 11b9ae7): never move a case in or out.
+VALIDATION_29_SHA256 = "b59f84fda87b23cf6c28ff012691cefe177f798f6a5e324bb0c132adaa96b3be"
