@@ -157,14 +157,11 @@ ROUND32_OPEN: dict[str, str] = {}
 # reason (strict, as ROUND32_OPEN was): none, all five score right at first sight.
 ROUND33_OPEN: dict[str, str] = {}
 # Round thirty-four's new training cases that the rules of 11b9ae7 get wrong, each with the
-# reason (strict, as ROUND33_OPEN was).
-ROUND34_OPEN: dict[str, str] = {
-    "886_ray-worker-system-error-connection-eof-10-0-0-1.txt": (
-        "Ray's ActorDiedError line 'The actor never ran - it was cancelled before it started "
-        "running.' under a SYSTEM_ERROR worker death reads as a job cancel (scheduler/job) and "
-        "outranks the dead worker; the label reads the worker death (oom_host/unknown)"
-    ),
-}
+# reason (strict, as ROUND33_OPEN was). 886 (Ray's ActorDiedError 'The actor never ran - it was
+# cancelled before it started running.' under a SYSTEM_ERROR worker death, read as a job cancel)
+# is covered by ray.json's ray_actor_never_started, read from the emitter's source
+# (tests/correlator/test_rules_emitters_round34.py).
+ROUND34_OPEN: dict[str, str] = {}
 # every round's open training misses with their reasons: the metamorphic tests leave them out
 OPEN_ROUNDS = {
     **{f: "round twelve: written before the rules that cover it" for f in ROUND12_OPEN},
