@@ -38,8 +38,8 @@ from typing import Any
 import pytest
 
 from tests.correlator.emitter_probe import HOSTS, spread
-from tests.correlator.kernel_formats import CLOCK
-from tests.correlator.kernel_formats import DELIVERIES as KERNEL_DELIVERIES
+from tests.correlator.kernel_deliveries import CLOCK
+from tests.correlator.kernel_deliveries import DELIVERIES as KERNEL_DELIVERIES
 
 NET_INFRA = ("interconnect", "infra")
 QUIET = (None, "unknown")

@@ -15,7 +15,8 @@ import pytest
 
 from correlator.explain import explain_text
 from tests.correlator.emitter_probe import HOSTS, spread
-from tests.correlator.kernel_formats import CLOCK, DELIVERIES, FORMATS, NOTHING
+from tests.correlator.kernel_deliveries import CLOCK, DELIVERIES
+from tests.correlator.kernel_formats import FORMATS, NOTHING
 
 # Healthy lines that mention the same words, and corrected AER (the existing weak reading)
 HEALTHY: list[tuple[str, str]] = [
