@@ -82,9 +82,11 @@ rules of main at e520538 scored on every split of the corpus with round thirty-t
 measured before round thirty-two changed any rule (benchmarks/explain_round31.json),
 "round32": the figures the rules of main at 01bc83c scored on every split of the corpus with
 round thirty-three's new cases, measured before round thirty-three changed any rule
-(benchmarks/explain_round32.json), and "round33": the figures the rules of main at 11b9ae7
+(benchmarks/explain_round32.json), "round33": the figures the rules of main at 11b9ae7
 scored on every split of the corpus with round thirty-four's new cases, measured before round
-thirty-four changed any rule (benchmarks/explain_round33.json).
+thirty-four changed any rule (benchmarks/explain_round33.json), and "round34": the figures the
+rules of main at fdba9fd scored on every split of the corpus, measured before round thirty-five
+changed any rule (benchmarks/explain_round34.json).
 "validation_3": a second held-out split gathered in round three from sources no other case
 uses, labelled and scored with round two's rules before any rule of round three was written;
 "validation_4": a third one, gathered in round eight from sources no other case uses, labelled
@@ -169,7 +171,7 @@ _HERE = Path(__file__).resolve().parent
 # key "roundN" reads benchmarks/explain_roundN.json.
 _FROZEN = (
     ("before", _HERE / "explain_before.json"),
-    *((f"round{i}", _HERE / f"explain_round{i}.json") for i in (1, 2, 3, 4, 5, *range(7, 34))),
+    *((f"round{i}", _HERE / f"explain_round{i}.json") for i in (1, 2, 3, 4, 5, *range(7, 35))),
 )
 # the held-out splits in the order they were drawn (there is no validation_2: the second one,
 # gathered in round three, is validation_3)
