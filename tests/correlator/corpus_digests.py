@@ -110,3 +110,7 @@ VALIDATION_28_SHA256 = "6821e7c0827da6ca6aba306598e858ca4b19251a356ac897d9dfa60a
 # the 10 sorted new sources after random.Random(58).shuffle, drawn before any rule of round
 # thirty-four and scored once with the rules of 11b9ae7): never move a case in or out.
 VALIDATION_29_SHA256 = "b59f84fda87b23cf6c28ff012691cefe177f798f6a5e324bb0c132adaa96b3be"
+# sha256 of the sorted validation_30 sources (round thirty-five's held-out split: the first half of
+# the 10 sorted new sources after random.Random(60).shuffle, drawn before any rule of round
+# thirty-five and scored once with the rules of fdba9fd): never move a case in or out.
+VALIDATION_30_SHA256 = "5851201dec9c272d13b5cb1f703a93954958f550119826ba7dfe521e6362c57c"
