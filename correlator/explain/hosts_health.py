@@ -255,7 +255,9 @@ _NCCL_INIT = (
     r"|Using network |NET/\w+ : Using |NET/IB : No device found\.$|NCCL_\w+ set by environment to "
 )
 _PROGRESS = re.compile(
-    rf"[\w.-]+:\d+:\d+ \[\d+\] NCCL INFO (?:{_NCCL_INIT})"
+    # the host starts a word: unanchored, a long run of word characters is retried from each
+    # of its positions (quadratic time on hostile input)
+    rf"(?<![\w.-])[\w.-]+:\d+:\d+ \[\d+\] NCCL INFO (?:{_NCCL_INIT})"
     r"|^srun: launching (?:StepId=)?[\d.+]+ on host \S+, \d+ tasks?: \S+$"
     r"|The node '\S+' has joined round \d+ of the rendezvous '\S*' as rank \d+ in a world of "
     r"size \d+\.$"
