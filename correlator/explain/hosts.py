@@ -73,12 +73,16 @@ _SYSLOG = re.compile(
 # date, not a host.
 _YEAR = re.compile(r"^(?:19|20)\d\d$")
 
+# NCCL's debug prefix (NVIDIA/nccl src/debug.cc ncclDebugLog: "%s:%d:%d [%d] " host, pid, tid,
+# cudaDev): "gpu-node-07:1234:5678 [0] NCCL ...", also behind a timestamp or with the pid:tid
+# masked in a paste ("host-01:XXXXXX [5]"); each process (host and pid) writes its own stream
+NCCL_PREFIX = re.compile(
+    r"^\s*(?:\[[^\]]*\]\s*)?(?P<h>[A-Za-z0-9][\w.-]*):(?:(?P<pid>\d+):\d+|X{3,}) \[\d+\]"
+)
 # Each pattern captures the host in group "h"; the first that matches wins.
 _LINE_PATTERNS: tuple[re.Pattern[str], ...] = (
     _SYSLOG,
-    # NCCL: "gpu-node-07:1234:5678 [0] NCCL ...", also behind a timestamp or with the pid:tid
-    # masked in a paste ("host-01:XXXXXX [5]")
-    re.compile(r"^\s*(?:\[[^\]]*\]\s*)?(?P<h>[A-Za-z0-9][\w.-]*):(?:\d+:\d+|X{3,}) \[\d+\]"),
+    NCCL_PREFIX,
     # NCCL's prefix later in a line (behind a logger's timestamp or level): "... gpu-07:12:34 [0]
     # NCCL WARN ..." / "... gpu-07:12:34 [0] misc/socket.cc:58 NCCL WARN ..."
     re.compile(r"(?:^|\s)(?P<h>[A-Za-z0-9][\w.-]*):\d+:\d+ \[\d+\] (?:[\w/.]+:\d+ )?NCCL "),

@@ -56,6 +56,7 @@ from dataclasses import dataclass, field
 
 from collector.parse.delivery import (
     CRI,
+    CTIME,
     DETERMINED,
     KUBE_PREFIX,
     MAX_JSON,
@@ -102,6 +103,10 @@ class Delivered:
     verbatim: dict[str, str] = field(default_factory=dict)  # line -> delivered line(s)
     # line -> what a launcher's label said of it: {"log_rank": 3} (torchrun), {"srun_task": 12}
     labels: dict[str, dict[str, int]] = field(default_factory=dict)
+    # each line's stream as its delivery named it (the host, or the launcher's label of the rank
+    # or task: "[1,3]<stderr>:", "[default2]:", "3:"), None where no wrapper named one; the
+    # streams a launcher merges line by line in arrival order (srun's step_io, Open MPI's iof)
+    streams: list[str | None] = field(default_factory=list)
 
     def quoted(self, raw: str) -> str:
         """`raw` (one or more read lines) as the delivered text has it, escapes left out."""
@@ -168,8 +173,11 @@ def _unpasted(lines: list[str]) -> list[str]:
     return [ln[len(common) :] if ln.startswith(common) else ln.lstrip(" \t") for ln in lines]
 
 
-# a stripped line, the host its wrapper named, and what the wrapper's label said of it
-_Stripped = tuple[str, str | None, dict[str, int]]
+# a stripped line, the host its wrapper named, what the wrapper's label said of it, and the
+# stream it named (the prefix without its clock, which every line of a stream has its own of)
+_Stripped = tuple[str, str | None, dict[str, int], str | None]
+# the clocks in a wrapper's prefix: RFC 3339 (Determined, kubectl) and ctime (Open MPI)
+_PREFIX_CLOCK = re.compile(rf"\[?{RFC3339}\]?|{CTIME}")
 
 
 def _prefix(pattern: re.Pattern[str]) -> Callable[[str], _Stripped | None]:
@@ -180,14 +188,15 @@ def _prefix(pattern: re.Pattern[str]) -> Callable[[str], _Stripped | None]:
         found = m.groupdict()
         host = found.get("h")
         labels = {_LABEL_KEYS[k]: int(v) for k, v in found.items() if k in _LABEL_KEYS and v}
-        return line[m.end() :], clean_host(host) if host else None, labels
+        stream = _PREFIX_CLOCK.sub("", m.group()).strip() or None
+        return line[m.end() :], clean_host(host) if host else None, labels, stream
 
     return strip
 
 
 def _ts(line: str) -> _Stripped | None:
     rest = _strip_ts(line)
-    return None if rest is None else (rest, None, {})
+    return None if rest is None else (rest, None, {}, None)
 
 
 # Line prefixes in the order a delivery nests them (Determined's task-log prefix around all the
@@ -266,6 +275,7 @@ def undelivered(text: str) -> Delivered:
     if len(raws) == len(delivered):  # nothing joined: quote each line as the text has it
         raws = delivered
     labels: list[dict[str, int]] = [{} for _ in lines]
+    streams: list[str | None] = [None for _ in lines]
     for strip, most in _PREFIXES:
         if most and not _common(lines, strip):
             continue
@@ -274,6 +284,8 @@ def undelivered(text: str) -> Delivered:
             if got is not None:
                 lines[i], hosts[i] = got[0], hosts[i] or got[1]
                 labels[i] = {**got[2], **labels[i]}  # the outer label wins
+                if got[3]:  # nested wrappers (kubectl --prefix around srun's) name it together
+                    streams[i] = f"{streams[i]} {got[3]}" if streams[i] else got[3]
     verbatim: dict[str, str] = {}
     said: dict[str, dict[str, int]] = {}
     for ln, raw, label in zip(lines, raws, labels, strict=True):
@@ -281,4 +293,4 @@ def undelivered(text: str) -> Delivered:
             verbatim.setdefault(ln, raw)
         if label:
             said.setdefault(ln.strip(), label)
-    return Delivered(lines=lines, hosts=hosts, verbatim=verbatim, labels=said)
+    return Delivered(lines=lines, hosts=hosts, verbatim=verbatim, labels=said, streams=streams)
