@@ -41,34 +41,78 @@ MAX_JSON = 1 << 20  # a delivered JSON line longer than this is read as it is
 # documents adding "hostname ${HOSTNAME}", its kubernetes filter "kubernetes": {"host": node},
 # https://docs.fluentbit.io/manual/pipeline/filters/record-modifier and .../filters/kubernetes),
 # in "message" with "host" (Vector's journald, file and syslog sources: "host", the local
-# hostname, https://vector.dev/docs/reference/configuration/sources/file/), or in GELF's
+# hostname, https://vector.dev/docs/reference/configuration/sources/file/; its kubernetes_logs
+# source's "kubernetes": {"pod_node_name": ...}, .../sources/kubernetes_logs/), or in GELF's
 # "short_message" with "host" (https://go2docs.graylog.org/current/getting_in_log_data/
 # gelf.html: "the name of the host, source or application that sent this message"), in Splunk
 # HEC's "event" with "host" (https://docs.splunk.com/Documentation/Splunk/latest/Data/
 # FormateventsforHTTPEventCollector), or in "message" with Elastic Common Schema's host object
 # (Filebeat, Elastic Agent: "host": {"hostname": ..., "name": ...}, host.hostname "what the
-# hostname command returns", https://www.elastic.co/guide/en/ecs/current/ecs-host.html).
-_SHIPPED_LINE = ("log", "message", "short_message", "event")
-_SHIPPED_HOST = ("hostname", "host")
+# hostname command returns", https://www.elastic.co/guide/en/ecs/current/ecs-host.html; Filebeat's
+# add_kubernetes_metadata "kubernetes": {"node": {"name": ...}}, https://www.elastic.co/guide/en/
+# beats/filebeat/current/exported-fields-kubernetes-processor.html), nested or, as an
+# Elasticsearch document's _source may hold them, dotted ("host.name"). Loki's `logcli query
+# --output=jsonl` (grafana/loki pkg/logcli/output/jsonl.go) writes {"labels", "line",
+# "timestamp"}, the stream's labels naming its host as LOKI_HOST_LABELS says.
+_SHIPPED_LINE = ("log", "message", "short_message", "event", "line")
+_SHIPPED_HOST = ("hostname", "host", "host.hostname", "host.name", "kubernetes.node.name")
+# The labels a Loki stream names its node with, by the conventions of its agents: "host" (the
+# Loki docker driver's, https://grafana.com/docs/loki/latest/send-data/docker-driver/),
+# "node_name" (the promtail Helm chart's relabelling of __meta_kubernetes_pod_node_name),
+# "node" (promtail's earlier Kubernetes config), "hostname" (a journal scrape's relabelled
+# __journal__hostname). "instance" is left out: promtail's Kubernetes configs set it to the pod.
+LOKI_HOST_LABELS = ("host", "hostname", "node_name", "node")
+# The keys that say a record with no host is still a shipper's, its line in the keys above:
+# ECS's required "@timestamp", Vector's "source_type", Fluent Bit stdout's json_lines "date"
+# (fluent/fluent-bit plugins/out_stdout/stdout.c, json_date_key "date"), logcli's "labels".
+_SHIPPED_MARK = ("@timestamp", "source_type", "date", "labels")
+
+
+def _nested(obj: object, *path: str) -> object:
+    for key in path:
+        obj = obj.get(key) if isinstance(obj, dict) else None
+    return obj
 
 
 def _shipped_host(obj: dict[str, object]) -> object:
     """The host a shipper's record names: Kubernetes metadata's, a flat key's, or ECS's."""
-    kube, ecs = obj.get("kubernetes"), obj.get("host")
-    if isinstance(kube, dict) and isinstance(kube.get("host"), str):
-        return kube["host"]
+    for path in (("kubernetes", "host"), ("kubernetes", "node", "name")):
+        if isinstance(found := _nested(obj, *path), str):
+            return found
+    if isinstance(found := _nested(obj, "kubernetes", "pod_node_name"), str):
+        return found
+    ecs, labels = obj.get("host"), obj.get("labels")
     if isinstance(ecs, dict):
         return next((ecs[k] for k in ("hostname", "name") if isinstance(ecs.get(k), str)), None)
+    if isinstance(labels, dict) and isinstance(obj.get("line"), str):
+        return next((labels[k] for k in LOKI_HOST_LABELS if isinstance(labels.get(k), str)), None)
     return next((obj[k] for k in _SHIPPED_HOST if isinstance(obj.get(k), str)), None)
 
 
+def _complete(obj: dict[str, object], default: bool) -> bool:
+    """Whether a record holds a whole line: Fluent Bit's CRI parser keeps the runtime's P/F
+    tag as "logtag" (its parsers.conf "cri" regex), a partial line "P"."""
+    tag = obj.get("logtag")
+    return tag != "P" if isinstance(tag, str) else default
+
+
 def _shipped(obj: dict[str, object]) -> tuple[str, str | None, bool] | None:
-    """(message, host, complete) of a shipper's record that names its host, else None."""
+    """(message, host, complete) of a shipper's record that names its host or carries a
+    shipper's own key, else None."""
+    source = obj.get("_source")
+    if isinstance(source, dict) and "_index" in obj:  # an Elasticsearch/OpenSearch search hit
+        obj = source
     host = _shipped_host(obj)
     line = next((obj[k] for k in _SHIPPED_LINE if isinstance(obj.get(k), str)), None)
-    if not isinstance(host, str) or not isinstance(line, str) or "involvedObject" in obj:
+    if not isinstance(line, str) or "involvedObject" in obj:
         return None
-    return line.removesuffix("\n").removesuffix("\r"), host, True
+    if not isinstance(host, str) and not any(k in obj for k in _SHIPPED_MARK):
+        return None
+    return (
+        line.removesuffix("\n").removesuffix("\r"),
+        host if isinstance(host, str) else None,
+        _complete(obj, True),
+    )
 
 
 def json_record(line: str) -> tuple[str, str | None, bool] | None:
@@ -87,7 +131,7 @@ def json_record(line: str) -> tuple[str, str | None, bool] | None:
         return shipped
     if isinstance(obj.get("log"), str) and ("stream" in obj or "time" in obj):
         log: str = obj["log"]
-        return log.removesuffix("\n").removesuffix("\r"), None, log.endswith("\n")
+        return log.removesuffix("\n").removesuffix("\r"), None, _complete(obj, log.endswith("\n"))
     msg = obj.get("MESSAGE")
     if isinstance(msg, list) and all(isinstance(b, int) and 0 <= b < 256 for b in msg):
         msg = bytes(msg).decode("utf-8", errors="replace")

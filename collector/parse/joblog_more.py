@@ -69,7 +69,9 @@ _EXITS: list[tuple[str, re.Pattern[str], str]] = [
     ),
     (
         "shell",
-        re.compile(r": line \d+:\s+\d+ (?P<sig>Killed|Segmentation fault|Aborted|Bus error)\s"),
+        re.compile(
+            r": line \d+:\s+\d+ (?P<sig>Killed|Segmentation fault|Aborted|Bus error)(?:\s|$)"
+        ),
         "neg",
     ),
     ("shell", re.compile(r"^\s*(?P<sig>Killed)\s*$"), "neg"),

@@ -73,7 +73,7 @@ def _continues(line: str, nxt: str) -> bool:
 
 # A help text's value on its own indented line below the sentence that introduces it, after at
 # most one blank line (Open MPI: "...its daemon located on node:" / "" / "  hostname:  gpu-07").
-_VALUE_BELOW = re.compile(r"^\s+[A-Za-z][\w ]{0,30}:\s+\S+\s*$")
+_VALUE_BELOW = re.compile(r"^\s*[A-Za-z][\w ]{0,30}:\s+\S+\s*$")
 
 
 # The rules that read a node or peer out of the line: the only reason to join two lines.

@@ -42,6 +42,26 @@ Sources (repository, path and commit, or documentation URL):
   "[%s] %s || %s", RFC3339Nano); the container id is no host;
 - `docker service logs`: docker/cli cli/command/service/logs.go (taskFormatter.format
   "%s@%s%s", the task and its node padded, logWriter.Write "%s    |"); the node is the line's;
+- log aggregators, read back (correlator/explain/wrappers_aggregators.py, taken off before a
+  runtime record inside them): Loki's `logcli query`, grafana/loki pkg/logcli/output/default.go
+  @5a511b9d3e325ce5f3e915727905e63258a892bc (FormatAndPrintln: "%s %s %s", time.RFC3339, the
+  padded labels, strings.TrimSpace(line)), pkg/loghttp/labels.go
+  @0d139c72f1f1b6df96a937e0af3acd7c91604f3f (LabelSet.String: sorted, ", ", strconv.Quote),
+  pkg/logcli/query/query.go @15b731c8bc7faf2541d9aa42f6f54a6ea125a225 (printStream: the labels
+  common to all streams left out), --output=jsonl pkg/logcli/output/jsonl.go
+  @fbb1d74fd222ef74b67dbd7da04be50584b57cf7 ({"labels", "line", "timestamp"}), --no-labels is
+  "time line" (the --timestamps shape below); the host from a "host", "hostname", "node_name"
+  or "node" label (collector/parse/delivery.py LOKI_HOST_LABELS says whose), never "instance";
+  `aws logs tail`, aws/aws-cli awscli/customizations/logs/tail.py
+  @00d4d6e8d9acf07b08a8a37a299d5c7c734458fc (Detailed/ShortLogEventsFormatter, the JSON one's
+  time isoformat()), the stream a host only when an EC2 instance id (the CloudWatch agent's
+  default stream name, {instance_id}) or an EC2 host name "ip-a-b-c-d[.domain]"; a text whose
+  lines are mostly "TIME HOST IDENT: " stays journalctl's; `fluent-bit -o stdout`,
+  fluent/fluent-bit plugins/out_stdout/stdout.c @7161b692cb848ef6c72b5310a666d37e0fcd87e7
+  ("[%zd] %s: [", "%u.%09lu, ", msgpack_object_print of the record; json_lines with a "date"
+  key); Vector's console sink with a json codec and Elasticsearch/OpenSearch hits or _source
+  lines (ECS "message", "host.name", Filebeat's "kubernetes.node.name") are shipper records
+  (collector/parse/delivery.py);
 - ANSI escapes: ECMA-48 CSI "ESC [ params intermediates final", OSC "ESC ] ... BEL|ESC \\".
 DeepSpeed's multinode runners deliver through pdsh ("host: ", hosts.prefix_hosts) or an MPI
 launcher (above); its launcher source adds no host prefix of its own.
@@ -68,6 +88,7 @@ from collector.parse.delivery import (
 )
 from collector.parse.transcribe import transcribed
 from correlator.explain.hosts import clean_host
+from correlator.explain.wrappers_aggregators import SYSLOG_REST, unaggregated
 
 # ECMA-48 control sequences, each bounded (a hostile line cannot make them backtrack).
 _ANSI = re.compile(
@@ -81,8 +102,6 @@ _NANO_TS = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{7,9}")
 # nested "> > ") and the indentation of a code block (CommonMark: "> " after up to 3 spaces)
 _QUOTE_MARK = re.compile(r"^ {0,3}(?:>[ \t]?){1,8}")
 _INDENT = re.compile(r"^[ \t]*")
-# the host-and-program shape of a syslog/journalctl short line after its time stamp
-_SYSLOG_REST = re.compile(r"^[A-Za-z0-9][\w.-]{0,62} [\w./@-]{1,64}(?:\[\d{1,10}\])?: ")
 _SRUN = re.compile(r"^(?:P\d{1,4} )? {0,6}(?P<task>\d{1,7}): ")
 _HYDRA = re.compile(r"^\[\d{1,7}\] ")
 # a role name ("default", "trainer", "rank") in front of the rank is only torchrun's; a bare
@@ -141,7 +160,7 @@ def _strip_ts(line: str) -> str | None:
     m = _KUBE_TS.match(line)
     if not m:
         return None
-    if _SYSLOG_REST.match(line[m.end() :]) and not _NANO_TS.match(line):
+    if SYSLOG_REST.match(line[m.end() :]) and not _NANO_TS.match(line):
         return None
     return line[m.end() :]
 
@@ -228,16 +247,19 @@ def _common(lines: list[str], strip: Callable[[str], object]) -> bool:
     return bool(filled) and hits * 2 > len(filled)
 
 
-def _records(lines: list[str]) -> tuple[list[str], list[str | None], list[str]]:
+def _records(
+    lines: list[str], named: list[str | None]
+) -> tuple[list[str], list[str | None], list[str]]:
     """Container-runtime records (CRI, docker json-file, journald json) as their messages,
-    partial records joined; (messages, hosts, the delivered line(s) of each)."""
+    partial records joined; (messages, hosts, the delivered line(s) of each), a line's host
+    the record's or else the one `named` gives it (an aggregator's)."""
     crit = [ln for ln in lines if ln.strip()]
     cri = bool(crit) and sum(1 for ln in crit if CRI.match(ln)) * 2 > len(crit)
     out: list[str] = []
     hosts: list[str | None] = []
     raws: list[str] = []
     pending: tuple[str, str] | None = None  # a partial record's text and its delivered lines
-    for line in lines:
+    for line, outer in zip(lines, named, strict=True):
         msg, host, complete = line, None, True
         m = CRI.match(line) if cri else None
         if m:
@@ -253,7 +275,7 @@ def _records(lines: list[str]) -> tuple[list[str], list[str | None], list[str]]:
             continue
         pending = None
         out.append(msg)
-        hosts.append(host)
+        hosts.append(host or outer)
         raws.append(raw)
     if pending is not None:
         out.append(pending[0])
@@ -271,7 +293,7 @@ def undelivered(text: str) -> Delivered:
     # read as printed: a paste's no-break spaces or smart quotes must not hide a wrapper's or a
     # syslog line's shape any more than a rule's (collector/parse/transcribe.py)
     source = [transcribed(ln) for ln in source]
-    lines, hosts, raws = _records(_unpasted(source))
+    lines, hosts, raws = _records(*unaggregated(_unpasted(source)))
     if len(raws) == len(delivered):  # nothing joined: quote each line as the text has it
         raws = delivered
     labels: list[dict[str, int]] = [{} for _ in lines]

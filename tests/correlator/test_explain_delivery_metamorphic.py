@@ -71,6 +71,42 @@ def _determined(i: int, line: str) -> str:
     return f"{head} f6114bb3 [rank={i % 4}] || ERROR: {line}"
 
 
+def _logcli(i: int, line: str) -> str:
+    # logcli query's default output: RFC3339, the labels that differ between streams padded to
+    # the widest, a space, the line with its spaces trimmed; labels that name no host
+    labels = '{container="pytorch", pod="trainer-0"}' if i % 2 else '{pod="trainer-1"}'
+    return f"2025-03-04T05:{i // 60 % 60:02d}:{i % 60:02d}Z {labels:<38} {line.strip()}"
+
+
+def _logcli_jsonl(i: int, line: str) -> str:
+    stamp = f"2025-03-04T05:06:{i % 60:02d}.{i * 7919 % 10**9:09d}Z"
+    return json.dumps({"labels": {"job": "train"}, "line": line, "timestamp": stamp})
+
+
+def _aws_logs_tail(i: int, line: str) -> str:
+    # `aws logs tail`: "detailed" (isoformat to microseconds, the stream, the message, its end
+    # stripped) and "short" ("%Y-%m-%dT%H:%M:%S" and the message); a Batch job's stream
+    stamp = f"2025-03-04T05:{i // 60 % 60:02d}:{i % 60:02d}"
+    return f"{stamp}.{i * 7919 % 10**6:06d}+00:00 train-job/default/4f1c0a9e {line.rstrip()}"
+
+
+def _aws_logs_tail_short(i: int, line: str) -> str:
+    return f"2025-03-04T05:{i // 60 % 60:02d}:{i % 60:02d} {line.rstrip()}"
+
+
+def _fluent_bit_stdout(i: int, line: str) -> str:
+    # `fluent-bit -o stdout`: msgpack_object_print writes the record's strings as they are
+    tag = "kube.var.log.containers.trainer-0_ml_pytorch-5d1e.log"
+    record = f'{{"time"=>"2025-03-04T05:06:07.{i:09d}Z", "stream"=>"stderr", "log"=>"{line}"}}'
+    return f"[{i % 5}] {tag}: [[17410{i:05d}.{i * 7919 % 10**9:09d}, {{}}], {record}]"
+
+
+def _elasticsearch_source(i: int, line: str) -> str:
+    # a search hit's _source as Filebeat indexed it (ECS), without a host field
+    source = {"@timestamp": f"2025-03-04T05:06:{i % 60:02d}.000Z", "message": line}
+    return json.dumps({"_index": "filebeat-8.13.0", "_id": f"a{i}", "_source": source})
+
+
 def _markdown_quote(i: int, line: str) -> str:
     return f"> {line}" if line.strip() else ">"  # GitHub's "Quote reply" marks blank lines too
 
@@ -98,6 +134,13 @@ WRAPPERS: dict[str, Callable[[str], str]] = {
     "mpirun_tag_output": _per_line(_mpirun_tag),
     "torchrun_tee": _per_line(_torchrun),
     "determined_task_log": _per_line(_determined),
+    # read back through a log aggregator (correlator/explain/wrappers_aggregators.py)
+    "loki_logcli": _per_line(_logcli),
+    "loki_logcli_jsonl": _per_line(_logcli_jsonl),
+    "aws_logs_tail": _per_line(_aws_logs_tail),
+    "aws_logs_tail_short": _per_line(_aws_logs_tail_short),
+    "fluent_bit_stdout": _per_line(_fluent_bit_stdout),
+    "elasticsearch_source": _per_line(_elasticsearch_source),
     # the markup of the paste itself, around the whole log
     "markdown_quote": _per_line(_markdown_quote),
     "code_block_indent": _per_line(_code_block),
@@ -105,7 +148,12 @@ WRAPPERS: dict[str, Callable[[str], str]] = {
 }
 
 # (case file, wrapper) pairs that still change verdict, each with the reason.
-KNOWN_CHANGES: dict[tuple[str, str], str] = {}
+KNOWN_CHANGES: dict[tuple[str, str], str] = {
+    # logcli trims each line's spaces (strings.TrimSpace), and a `kubectl describe` document
+    # is read by its indentation (which container a State/Reason belongs to); such a document
+    # is a command's output, never a stream's lines in Loki
+    ("802_gpu-operator-driver-daemonset-blade-15-describe.txt", "loki_logcli"): "indentation",
+}
 
 
 def _verdict(text: str) -> tuple[Any, Any, Any]:
