@@ -78,9 +78,22 @@ def _logcli(i: int, line: str) -> str:
     return f"2025-03-04T05:{i // 60 % 60:02d}:{i % 60:02d}Z {labels:<38} {line.strip()}"
 
 
-def _logcli_jsonl(i: int, line: str) -> str:
+def _shipped_records(i: int, line: str) -> str:
+    # one JSON record a line, read each alone, so the shapes may take turns: logcli's
+    # --output=jsonl, Fluent Bit stdout's json_lines, Vector's console sink with a json codec,
+    # and an Elasticsearch search hit's _source as Filebeat indexed it (ECS); none names a host
     stamp = f"2025-03-04T05:06:{i % 60:02d}.{i * 7919 % 10**9:09d}Z"
-    return json.dumps({"labels": {"job": "train"}, "line": line, "timestamp": stamp})
+    records: list[dict[str, Any]] = [
+        {"labels": {"job": "train"}, "line": line, "timestamp": stamp},
+        {"date": 1741064767.0 + i, "log": line},
+        {"message": line, "source_type": "file", "timestamp": stamp},
+        {
+            "_index": "filebeat-8.13.0",
+            "_id": f"a{i}",
+            "_source": {"@timestamp": stamp, "message": line},
+        },
+    ]
+    return json.dumps(records[i % 4])
 
 
 def _aws_logs_tail(i: int, line: str) -> str:
@@ -98,13 +111,9 @@ def _fluent_bit_stdout(i: int, line: str) -> str:
     # `fluent-bit -o stdout`: msgpack_object_print writes the record's strings as they are
     tag = "kube.var.log.containers.trainer-0_ml_pytorch-5d1e.log"
     record = f'{{"time"=>"2025-03-04T05:06:07.{i:09d}Z", "stream"=>"stderr", "log"=>"{line}"}}'
-    return f"[{i % 5}] {tag}: [[17410{i:05d}.{i * 7919 % 10**9:09d}, {{}}], {record}]"
-
-
-def _elasticsearch_source(i: int, line: str) -> str:
-    # a search hit's _source as Filebeat indexed it (ECS), without a host field
-    source = {"@timestamp": f"2025-03-04T05:06:{i % 60:02d}.000Z", "message": line}
-    return json.dumps({"_index": "filebeat-8.13.0", "_id": f"a{i}", "_source": source})
+    stamp = f"17410{i:05d}.{i * 7919 % 10**9:09d}"
+    # v2.1 and later print the time as "[SEC.NSEC, {metadata}]"
+    return f"[{i % 5}] {tag}: [{f'[{stamp}, {{}}]' if i % 2 else stamp}, {record}]"
 
 
 def _markdown_quote(i: int, line: str) -> str:
@@ -136,11 +145,10 @@ WRAPPERS: dict[str, Callable[[str], str]] = {
     "determined_task_log": _per_line(_determined),
     # read back through a log aggregator (correlator/explain/wrappers_aggregators.py)
     "loki_logcli": _per_line(_logcli),
-    "loki_logcli_jsonl": _per_line(_logcli_jsonl),
+    "shipped_json_records": _per_line(_shipped_records),
     "aws_logs_tail": _per_line(_aws_logs_tail),
     "aws_logs_tail_short": _per_line(_aws_logs_tail_short),
     "fluent_bit_stdout": _per_line(_fluent_bit_stdout),
-    "elasticsearch_source": _per_line(_elasticsearch_source),
     # the markup of the paste itself, around the whole log
     "markdown_quote": _per_line(_markdown_quote),
     "code_block_indent": _per_line(_code_block),
