@@ -114,3 +114,7 @@ VALIDATION_29_SHA256 = "b59f84fda87b23cf6c28ff012691cefe177f798f6a5e324bb0c132ad
 # the 10 sorted new sources after random.Random(60).shuffle, drawn before any rule of round
 # thirty-five and scored once with the rules of fdba9fd): never move a case in or out.
 VALIDATION_30_SHA256 = "5851201dec9c272d13b5cb1f703a93954958f550119826ba7dfe521e6362c57c"
+# sha256 of the sorted validation_31 sources (round thirty-six's held-out split: the first half of
+# the 10 sorted new sources after random.Random(62).shuffle, drawn before any rule of round
+# thirty-six and scored once with the rules of d6437b2): never move a case in or out.
+VALIDATION_31_SHA256 = "4404430d875d2355cd59009cbfc0bbcd8cf168ec06b75781cb2585c6537c8ddc"
