@@ -13,7 +13,10 @@ Folded (each is what a renderer or an editor puts in place of the ASCII a progra
   body leaves them, one level only and only where the semicolon ends them: "&alpha," in a
   cuBLAS call stays (html.unescape alone would read legacy names without it);
 - markdown: emphasis markers around words (_x_, *x*, **x**, __two words__), backslash escapes
-  (\\_ \\* \\[) and a whole line put in inline code (`line`).
+  (\\_ \\* \\[), a whole line put in inline code (`line`), and a link whose text is its own
+  target ("[10.0.0.7](http://10.0.0.7/)", "[x.cc:101](http://x.cc:101/)": an editor's or a
+  tracker's autolink of a host or file name that a copy then wrote out as a CommonMark inline
+  link, "[text](destination)"), to its text.
 
 Deliberately left: a backtick inside a line (PyTorch prints "Assertion `t >= 0` failed" and
 "Compile with `TORCH_USE_CUDA_DSA`", and rules read them), a marker touching a word or path
@@ -22,7 +25,7 @@ run followed by a space (glog's "*** Check failure stack trace: ***", **kwargs),
 (the parsers already take "\\r\\n" and "\\r" off: common.clean_line, str.splitlines).
 
 Every pattern is bounded and scans a line once; lines of plain ASCII with no "&", "\\", "*",
-"_" or "`" are returned as they are, without any regex work.
+"_", "`" or "](" are returned as they are, without any regex work.
 """
 
 from __future__ import annotations
@@ -81,6 +84,12 @@ _CODE_LINE = re.compile(
 )
 
 
+# An inline link (CommonMark's "[text](destination)") whose destination is the text itself,
+# with an http(s) scheme and a "/" an autolinker adds: only then was the link made from the
+# printed word, not written by a person; bounded, one scan of the line.
+_AUTOLINK = re.compile(r"\[([^\[\]\s()]{1,253})\]\((?:https?://)?\1/?\)")
+
+
 def _escape(m: re.Match[str]) -> str:
     return m.group() if m[1] == "\\" else m[1]
 
@@ -90,6 +99,7 @@ _MARKDOWN: tuple[tuple[str, re.Pattern[str], str | Callable[[re.Match[str]], str
     ("_", _UNDERS, r"\2"),
     ("\\", _ESCAPE, _escape),  # after emphasis: an escaped marker is no marker
     ("`", _CODE_LINE, r"\1\3\4"),
+    ("](", _AUTOLINK, r"\1"),
 )
 
 

@@ -177,6 +177,14 @@ MORE_PATTERNS: tuple[re.Pattern[str], ...] = (
     re.compile(r"^\s*(?:export\s+)?SLURMD_NODENAME=" + _H + r"\s*$"),
     re.compile(r"^\s*(?:export\s+)?SLURM_(?:JOB_)?NODELIST=" + _H + r"\s*$"),
     re.compile(r"^\s*-\s+(?:[Hh]ostname|host|node|nodename)\s+=\s+" + _H + r"\s*$"),
+    # UCCL's logger (uccl-project/uccl include/util/debug.h UCCLLogger::log / vlog): "[" level,
+    # " " subsystem for INFO, " " gethostname(), " " pid, " " thread id, " " function, " "
+    # file ":" line "] " message, e.g. "[WARN gpu-07 4711 4711 pollOnce rdma/x.cc:203] ...";
+    # vlog's "[VLOG(n) gpu-07 4711 4711 f x.cc:12] "
+    re.compile(
+        r"^\s*\[(?:(?:FATAL|ERROR|WARN|INFO)(?: (?:INIT|AFXDP|DPDK|EFA|RDMA|EP|P2P|UTIL))?|"
+        r"VLOG\(\d+\)) " + _H + r" \d+ \d+ [\w:~<>]+ [\w./+-]+:\d+\] "
+    ),
     *NAMED_PATTERNS,
 )
 MORE_MARKS = (

@@ -166,18 +166,12 @@ ROUND34_OPEN: dict[str, str] = {}
 # reason (strict, as ROUND34_OPEN was): none, all five score right at first sight.
 ROUND35_OPEN: dict[str, str] = {}
 # Round thirty-six's new training cases that the rules of d6437b2 get wrong, each with the
-# reason (strict, as ROUND35_OPEN was).
-ROUND36_OPEN: dict[str, str] = {
-    "909_ray-actor-died-system-error-verl-10-29-214-5.txt": (
-        "Ray's ActorDiedError context line 'ip: [10.29.214.5](http://10.29.214.5/)' (the address "
-        "as a markdown link, as the thread renders it) is not read as the actor's host, so the "
-        "dead worker names no node; the label names 10.29.214.5"
-    ),
-    "914_uccl-p2p-cqe-remote-access-error-chi-mi325x-pod2-098.txt": (
-        "UCCL's '[WARN host pid tid func file:line]' log prefix is not read, so the RDMA "
-        "completion errors name no node; the label pins them to chi-mi325x-pod2-098"
-    ),
-}
+# reason (strict, as ROUND35_OPEN was). 909 (Ray's ActorDiedError whose "ip:" line holds the
+# address as a markdown autolink) is read through collector/parse/transcribe.py's fold of a link
+# whose text is its own target, and 914 (UCCL's "[WARN host pid tid func file:line]" prefix)
+# through its logger's prefix (correlator/explain/hosts_fields.py, from uccl include/util/debug.h;
+# tests/correlator/test_rules_emitters_round36.py).
+ROUND36_OPEN: dict[str, str] = {}
 # every round's open training misses with their reasons: the metamorphic tests leave them out
 OPEN_ROUNDS = {
     **{f: "round twelve: written before the rules that cover it" for f in ROUND12_OPEN},

@@ -165,7 +165,10 @@ def token(host: str) -> str:
     """A regex for a whole-token occurrence of `host` (its short name, then any domain)."""
     kind = _kind(host)
     if kind == "ipv4":
-        return r"(?<![\w.])" + re.escape(host) + r"(?![\w/]|\.\d)"
+        # not before "/" (a CIDR's prefix length), unless the address is a URL's host
+        # ("http://10.0.0.7/": a tracker's autolink of the address, transcribe.py)
+        url = r"(?<=//" + re.escape(host) + r")(?=/)"
+        return r"(?<![\w.])" + re.escape(host) + r"(?:" + url + r"|(?![\w/]|\.\d))"
     if kind == "ipv6":
         return r"(?<![\w:])" + re.escape(host) + r"(?![\w:])"
     short = re.escape(host.split(".")[0])
