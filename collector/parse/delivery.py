@@ -62,6 +62,15 @@ _SHIPPED_HOST = ("hostname", "host", "host.hostname", "host.name", "kubernetes.n
 # "node" (promtail's earlier Kubernetes config), "hostname" (a journal scrape's relabelled
 # __journal__hostname). "instance" is left out: promtail's Kubernetes configs set it to the pod.
 LOKI_HOST_LABELS = ("host", "hostname", "node_name", "node")
+
+
+def loki_host(labels: dict[str, object]) -> str | None:
+    """The host a Loki stream's labels name: the one value its host labels agree on; labels
+    naming two different hosts name none (which one the line is about is not known)."""
+    found = {v.lower(): v for k in LOKI_HOST_LABELS if isinstance(v := labels.get(k), str)}
+    return next(iter(found.values())) if len(found) == 1 else None
+
+
 # The keys that say a record with no host is still a shipper's, its line in the keys above:
 # ECS's required "@timestamp", Vector's "source_type", Fluent Bit stdout's json_lines "date"
 # (fluent/fluent-bit plugins/out_stdout/stdout.c, json_date_key "date"), logcli's "labels".
@@ -85,7 +94,7 @@ def _shipped_host(obj: dict[str, object]) -> object:
     if isinstance(ecs, dict):
         return next((ecs[k] for k in ("hostname", "name") if isinstance(ecs.get(k), str)), None)
     if isinstance(labels, dict) and isinstance(obj.get("line"), str):
-        return next((labels[k] for k in LOKI_HOST_LABELS if isinstance(labels.get(k), str)), None)
+        return loki_host(labels)
     return next((obj[k] for k in _SHIPPED_HOST if isinstance(obj.get(k), str)), None)
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from collector.parse.delivery import LOKI_HOST_LABELS
+from collector.parse.delivery import loki_host
 from correlator.explain.hosts import clean_host
 
 # the host-and-program shape of a syslog/journalctl short line after its time stamp
@@ -60,8 +60,7 @@ def _loki(line: str) -> Stripped | None:
     m = _LOKI.match(line)
     if not m:
         return None
-    labels = {p["k"]: p["v"] for p in _LOKI_PAIR.finditer(m["labels"])}
-    host = next((labels[k] for k in LOKI_HOST_LABELS if k in labels), None)
+    host = loki_host({p["k"]: p["v"] for p in _LOKI_PAIR.finditer(m["labels"])})
     return line[m.end() :], clean_host(host) if host else None
 
 

@@ -125,6 +125,8 @@ def test_a_record_that_names_its_node_makes_the_faulting_node_the_culprit(
         '2025-01-12T08:14:04Z {instance="10.0.1.9:9100", pod="trainer-1"} ',  # the pod's, no node
         "2025-01-12T08:14:04.000000+00:00 train-job/default/4f1c0a9e ",  # a Batch job's stream
         "2025-01-12T08:14:04.000000+00:00 2025/01/12/[$LATEST]4f1c0a9e5d ",  # a Lambda's
+        # host labels that name two different nodes: which one the line is about is not known
+        '2025-01-12T08:14:04Z {host="gpu-a07", node_name="gpu-a09"} ',
     ],
 )
 def test_a_prefix_that_names_no_host_gives_none(prefix: str) -> None:
@@ -188,3 +190,9 @@ def test_hostile_aggregator_lines_are_read_in_linear_time(hostile: str) -> None:
     start = time.monotonic()
     undelivered("\n".join([hostile] * 3))
     assert time.monotonic() - start < 5.0
+
+
+def test_a_logcli_jsonl_record_whose_host_labels_disagree_names_no_host() -> None:
+    record = {"labels": {"host": "gpu-a07", "node": "gpu-a09"}, "line": ECC, "ts": "x"}
+    assert undelivered(json.dumps(record)).hosts == [None]
+    assert explain_text(json.dumps(record)).node is None
