@@ -24,25 +24,28 @@ _CUDA_TEXTS: list[tuple[str, str, int]] = [
     ("all CUDA-capable devices are busy or unavailable", "devices_unavailable", 46),
     ("operation not permitted when stream is capturing", "stream_capture_unsupported", 900),
 ]
+# An exception's name, a file name or a size is read from the start of its run only (the
+# lookbehinds): the leftmost match starts there anyway, and retrying from every position of a
+# long run of word characters or digits is quadratic on hostile lines.
 _CUDA_ERR = re.compile(
-    r"(?:(?P<exc>[\w.]+Error): )?"
+    r"(?:(?<![\w.])(?P<exc>[\w.]+Error): )?"
     r"(?:CUDA error|CUDA driver error|(?P<name>cudaError\w+|CUDA_ERROR_\w+)): (?P<text>[^\n]+?)\s*$"
 )
 # Old PyTorch: "RuntimeError: cuda runtime error (39) : uncorrectable ECC error encountered at f:l"
 _OLD_RUNTIME = re.compile(
-    r"(?:(?P<exc>[\w.]+Error): )?cuda runtime error \((?P<num>\d+)\) : (?P<text>.+?)"
+    r"(?:(?<![\w.])(?P<exc>[\w.]+Error): )?cuda runtime error \((?P<num>\d+)\) : (?P<text>.+?)"
     r"(?: at (?P<at>\S+))?$"
 )
 _ASSERT = re.compile(
-    r"(?P<file>\S+\.cuh?):(?P<line>\d+): (?P<fn>.*?): block: \[(?P<block>[\d,]+)\], "
+    r"(?<!\S)(?P<file>\S+\.cuh?):(?P<line>\d+): (?P<fn>.*?): block: \[(?P<block>[\d,]+)\], "
     r"thread: \[(?P<thread>[\d,]+)\] Assertion `(?P<expr>.*)` failed\."
 )
 _CUBLAS = re.compile(
     r"\b(?P<status>CUBLAS_STATUS_\w+|CUDNN_STATUS_\w+)\b(?: when calling `(?P<call>[^`(]+))?"
 )
 
-_OOM = re.compile(r"(?:(?P<exc>[\w.]+Error): )?CUDA out of memory\.(?P<rest>.*)$")
-_SIZE = r"[\d.]+ [KMGTP]?i?B"
+_OOM = re.compile(r"(?:(?<![\w.])(?P<exc>[\w.]+Error): )?CUDA out of memory\.(?P<rest>.*)$")
+_SIZE = r"(?<![\d.])[\d.]+ [KMGTP]?i?B"
 _OOM_FIELDS = [
     ("tried", re.compile(r"Tried to allocate (" + _SIZE + ")")),
     ("gpu", re.compile(r"\bGPU (\d+)")),

@@ -34,7 +34,8 @@ _WATCHDOG = re.compile(
     r"(?P<ran>\d+) milliseconds before timing out"
 )
 _RANK = re.compile(r"\[(?:PG ID (?P<pg>\S+) PG GUID (?P<guid>\S+) )?Rank (?P<rank>\d+)\]")
-_KV = re.compile(r"(?P<k>\w+(?:\(ms\))?)=(?P<v>[^,]+)")
+# (a key from the start of its word: see _NCCL_WARN)
+_KV = re.compile(r"(?<!\w)(?P<k>\w+(?:\(ms\))?)=(?P<v>[^,]+)")
 _WORK_KEYS = {
     "SeqNum": "seq_num",
     "OpType": "op_type",
@@ -93,9 +94,11 @@ def nccl_timeout(line: str) -> JobMatch | None:
 # --- NCCL WARN and NCCL errors ----------------------------------------------------------------
 
 # host:pid:tid [dev] is NCCL's own prefix; a line quoted without it still says what happened.
+# A name is read from the start of its run only (the lookbehind): the leftmost match starts
+# there anyway, and retrying it from every position of a long run is quadratic on hostile lines.
 _NCCL_WARN = re.compile(
-    r"(?:(?P<host>[\w.-]+):(?P<pid>\d+):(?P<tid>\d+) \[(?P<dev>\d+)\] (?:(?P<src>\S+:\d+) )?)?"
-    r"NCCL WARN (?P<text>.*)$"
+    r"(?:(?<![\w.-])(?P<host>[\w.-]+):(?P<pid>\d+):(?P<tid>\d+) \[(?P<dev>\d+)\] "
+    r"(?:(?P<src>\S+:\d+) )?)?NCCL WARN (?P<text>.*)$"
 )
 # ibv_get_async_event: "NET/IB : Got async event : port error" (NCCL <= 2.18) or, newer,
 # "NET/IB : mlx5_0:1 Got async event : port error".
@@ -117,7 +120,7 @@ _NCCL_RESULT = {
 }
 _NCCL_RESULT_LINE = re.compile(r"\b(?P<name>" + "|".join(_NCCL_RESULT) + r"): (?P<text>.*)$")
 _NCCL_ERROR_IN = re.compile(
-    r"(?:(?P<exc>[\w.]+): )?NCCL error(?: in: (?P<where>\S+?),|:)\s*(?P<what>[^,(]+)"
+    r"(?:(?<![\w.])(?P<exc>[\w.]+): )?NCCL error(?: in: (?P<where>\S+?),|:)\s*(?P<what>[^,(]+)"
     r"(?:\(run with NCCL_DEBUG=INFO for details\))?(?:, NCCL version (?P<ver>[\w.]+))?"
 )
 _NCCL_WHAT = {

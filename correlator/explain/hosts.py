@@ -368,8 +368,10 @@ def distinct(hosts: list[str]) -> list[str]:
 # %s:%s"), src/transport/net_socket.cc "NET/Socket : Using%s" (the same list), and
 # src/transport/net_ib/init.cc "NET/IB : Using%s %s; OOB %s:%s"; every address is
 # ncclSocketToString's "addr<port>".
+# The host from the start of its run (the lookbehind; what the run starts with before an ASCII
+# letter or digit is passed over possessively), so that a long run is not retried at each place.
 _NCCL_USING = re.compile(
-    r"(?P<h>[A-Za-z0-9][\w.-]*):\d+:\d+ \[\d+\] NCCL INFO "
+    r"(?<![\w.-])(?:[^\WA-Za-z0-9]|[.-])*+(?P<h>[A-Za-z0-9][\w.-]*+):\d+:\d+ \[\d+\] NCCL INFO "
     r"(?:Bootstrap ?: ?Using|NET/Socket : Using|NET/IB : Using)(?P<rest>.*)"
 )
 _IF_ADDR = re.compile(r"(?:^|[\s\]])[\w.-]+:(?P<a>[0-9A-Fa-f:.]+)<\d+>")

@@ -64,8 +64,9 @@ VIEWS_ELSEWHERE = (
     r"view)\b(?![^\n]*(?:/var/log/|/proc/|/sys/))"
 )
 AWAY = rf"(?:{FAN_OUT}|{VIEWS_ELSEWHERE})"
-# zsh's and fish's default prompts up to the command typed at them (see PATTERNS)
-ZSH_PROMPT = r"^\s*(?P<h>[A-Za-z][\w-]*\d[\w-]*)[%#] "
+# zsh's and fish's default prompts up to the command typed at them (see PATTERNS); zsh's host
+# holds a digit (the lookahead) and is read possessively, linear on a long run of word characters
+ZSH_PROMPT = r"^\s*(?P<h>[A-Za-z](?=[\w-]*\d)[\w-]*+)[%#] "
 FISH_PROMPT = r"^\s*[\w.-]+@" + _H + r" (?:~|/)\S*(?: \[\d+\])?> "
 
 # Patterns whose host slot holds nothing but a host name (an all-digit name is taken there).

@@ -27,7 +27,8 @@ from correlator.explain.readers_gpu import ReadResult
 from timeline.models import Event, EventKind, Severity
 
 _METRIC = re.compile(r"^(?P<name>DCGM_[A-Z0-9_]+)(?:\{(?P<labels>[^}]*)\})?\s+(?P<value>\S+)")
-_LABEL = re.compile(r'(\w+)\s*=\s*"([^"]*)"')
+# a label's name from the start of its word (linear on a long run of word characters)
+_LABEL = re.compile(r'(?<!\w)(\w+)\s*=\s*"([^"]*)"')
 _HAS_UUID = re.compile(r'(?:^|[{,\s])(?:UUID|uuid)\s*=\s*"[^"]+"')
 _SYNTHETIC = "explain-gpu:"  # the key given to a GPU whose samples carry no UUID
 _REMAPPED_UNCORRECTABLE = "DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS"

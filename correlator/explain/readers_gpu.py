@@ -42,8 +42,14 @@ _HANDLE = re.compile(
 _SMI_GPU_HEADER = re.compile(
     r"^GPU (?P<pci>[0-9A-Fa-f]{8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7])\s*$"
 )
-_SMI_DOC = re.compile(r"=+NVSMI LOG=+|^\s*Attached GPUs\s*:")
-_KV = re.compile(r"^(?P<indent>\s*)(?P<key>[^:]+?)\s*:\s*(?P<value>.*?)\s*$")
+_SMI_DOC = re.compile(r"(?<!=)=+NVSMI LOG=+|^\s*Attached GPUs\s*:")
+# "indent key : value" with the spaces around key and value left out. Key and value are read
+# word by word (possessive) and the colon is looked for first, so that a long run of blanks
+# costs linear time; a key of blanks alone is the one blank before the colon, as a lazy key was.
+_KV = re.compile(
+    r"^(?=[^:]*:)(?P<indent>\s*)(?P<key>[^:\s](?:\s*+[^:\s]+)*+|\s)\s*:"
+    r"\s*+(?P<value>\S*+(?:\s++\S++)*+)\s*$"
+)
 
 
 def read_nvidia_smi(lines: list[str]) -> ReadResult:
