@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from dataclasses import dataclass
+from typing import Any
 
-from timeline.bounds import MESSAGE_MAX, RAW_MAX, cap, clean_text
+from timeline.bounds import MESSAGE_MAX, PAYLOAD_MAX_BYTES, RAW_MAX, cap, check_json, clean_text
 from timeline.models import Event
 from timeline.pci import normalize_pci_bus_id
 
@@ -16,6 +17,7 @@ __all__ = [
     "FloodCollapser",
     "cap",
     "clean_line",
+    "fit_payload",
     "join_raw",
     "normalize_pci_bus_id",
 ]
@@ -29,6 +31,23 @@ def clean_line(line: str) -> str:
     """One input line as the parsers take it: cut at MAX_LINE, without NUL, terminal escape
     codes or other control characters (a user's job prints what it likes), no line end."""
     return clean_text(line[:MAX_LINE]).rstrip("\r\n")
+
+
+def fit_payload(payload: dict[str, Any]) -> dict[str, Any]:
+    """`payload` as it is when it fits an event's bound, else with its longest texts cut until
+    it does: a MAX_LINE line can hold more bytes than the bound (quotes and backslashes JSON
+    escapes, characters beyond ASCII, the line's text held twice), and a hostile line must not
+    fail the parse."""
+    while True:
+        try:
+            check_json(payload, max_bytes=PAYLOAD_MAX_BYTES)
+            return payload
+        except ValueError:
+            texts = [k for k, v in payload.items() if isinstance(v, str) and len(v) > 64]
+            if not texts:  # not a matter of length (a control character): refused as before
+                raise
+            key = max(texts, key=lambda k: len(payload[k]))
+            payload[key] = cap(payload[key], len(payload[key]) // 2)
 
 
 def join_raw(first: str | None, more: str) -> str:

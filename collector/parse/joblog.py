@@ -16,6 +16,7 @@ from collector.parse.common import (
     FloodCollapser,
     cap,
     clean_line,
+    fit_payload,
     join_raw,
     normalize_pci_bus_id,
 )
@@ -130,7 +131,7 @@ def _event(
         severity=m.severity,
         message=cap(m.message, MAX_MESSAGE),
         raw=cap(raw.rstrip("\r\n"), MAX_RAW),
-        payload=payload,
+        payload=fit_payload(payload),
     )
 
 

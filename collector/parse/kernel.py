@@ -12,7 +12,14 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from collector.parse.common import MAX_MESSAGE, MAX_RAW, FloodCollapser, cap, clean_line
+from collector.parse.common import (
+    MAX_MESSAGE,
+    MAX_RAW,
+    FloodCollapser,
+    cap,
+    clean_line,
+    fit_payload,
+)
 from collector.parse.common import normalize_pci_bus_id as _norm
 from collector.parse.kernel_edac import edac_ce
 from collector.parse.kernel_ghes import ghes_record, record_of
@@ -76,7 +83,7 @@ def _event(
         severity=m.severity,
         message=cap(m.message, MAX_MESSAGE),
         raw=cap(raw.rstrip("\r\n"), MAX_RAW),
-        payload=payload,
+        payload=fit_payload(payload),
     )
 
 

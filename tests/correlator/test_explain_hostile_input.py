@@ -4,6 +4,7 @@ from every position of the run."""
 
 from __future__ import annotations
 
+import json
 import time
 
 import pytest
@@ -12,6 +13,8 @@ from collector.parse.common import MAX_LINE
 from collector.parse.joblog import JobLogParser
 from collector.parse.kernel import KernelLogParser
 from correlator.explain import explain_text
+from timeline.bounds import PAYLOAD_MAX_BYTES
+from timeline.models import EventKind
 
 # (prefix, repeated unit): each took seconds at 20,000 characters and minutes at 200,000 while a
 # pattern was retried from every position of the run (hosts' NCCL "Using" and zsh prompt, the
@@ -71,3 +74,30 @@ def test_the_kernel_log_parser_reads_max_line_long_runs_in_linear_time() -> None
         parser.feed(_max_line(prefix, unit))
         parser.flush()
     assert time.monotonic() - start < 2.0
+
+
+# Lines whose payload holds more JSON bytes than an event may: quotes and backslashes escaped,
+# characters beyond ASCII, the line's text held twice (an NCCL error and its inline Last error)
+OVER_THE_PAYLOAD_BOUND = [
+    "CUDA error: " + '"' * MAX_LINE,
+    "CUDA error: " + "\\" * MAX_LINE,
+    "CUDA error: " + "\u20ac" * MAX_LINE,
+    "NCCL WARN " + '"' * MAX_LINE,
+    "NCCL error: Last error: " + "a" * MAX_LINE,
+]
+
+
+@pytest.mark.parametrize("line", OVER_THE_PAYLOAD_BOUND, ids=lambda s: s[:14])
+def test_a_line_over_the_payload_bound_is_read_with_its_text_cut(line: str) -> None:
+    parser = JobLogParser(suspects=True)
+    events = parser.feed(line) + parser.flush()
+    assert len(events) == 1
+    assert len(json.dumps(events[0].payload, ensure_ascii=False).encode()) <= PAYLOAD_MAX_BYTES
+    assert explain_text(line).category is not None
+
+
+def test_a_kernel_line_over_the_payload_bound_is_read_with_its_text_cut() -> None:
+    line = "pcieport 0000:00:01.0: AER: " + '"' * MAX_LINE
+    parser = KernelLogParser()
+    events = parser.feed(line) + parser.flush()
+    assert [ev.kind for ev in events] == [EventKind.PCIE_AER]
