@@ -350,29 +350,11 @@ _FROZEN_BEFORE = (
     ("round9", HELD_OUT[:4], "round10"),  # 070e0da: validation to validation_5
     ("round10", HELD_OUT[:5], "round11"),  # 15b95fb: and validation_6
     ("round11", HELD_OUT[:6], "round12"),  # 9ea726b: and validation_7
-    ("round12", HELD_OUT[:7], "round13"),  # f0e5281: every split then (training has grown since)
-    ("round13", HELD_OUT[:8], "round14"),  # 02b7fc8: every split then (training has grown since)
-    ("round14", HELD_OUT[:9], "round15"),  # 511c70c: every split then (training has grown since)
-    ("round15", HELD_OUT[:10], "round16"),  # 0e5a9c3: every split then (training has grown since)
-    ("round16", HELD_OUT[:11], "round17"),  # 72d0bf7: every split then (training has grown since)
-    ("round17", HELD_OUT[:12], "round18"),  # 2a66319: every split then (training has grown since)
-    ("round18", HELD_OUT[:13], "round19"),  # cec95b2: every split then (training has grown since)
-    ("round19", HELD_OUT[:14], "round20"),  # 465fb60: every split then (training has grown since)
-    ("round20", HELD_OUT[:15], "round21"),  # 083f2d7: every split then (training has grown since)
-    ("round21", HELD_OUT[:16], "round22"),  # 789a97c: every split then (training has grown since)
-    ("round22", HELD_OUT[:17], "round23"),  # 3550c85: every split then (training has grown since)
-    ("round23", HELD_OUT[:18], "round24"),  # c28b357: every split then (training has grown since)
-    ("round24", HELD_OUT[:19], "round25"),  # b0e2bca: every split then (training has grown since)
-    ("round25", HELD_OUT[:20], "round26"),  # 8f70ae2: every split then (training has grown since)
-    ("round26", HELD_OUT[:21], "round27"),  # 5e02cda: every split then (training has grown since)
-    ("round27", HELD_OUT[:22], "round28"),  # 7f1532b: every split then (training has grown since)
-    ("round28", HELD_OUT[:23], "round29"),  # b710e09: every split then (training has grown since)
-    ("round29", HELD_OUT[:24], "round30"),  # 2f7f3d3: every split then (training has grown since)
-    ("round30", HELD_OUT[:25], "round31"),  # 08027c4: every split then (training has grown since)
-    ("round31", HELD_OUT[:26], "round32"),  # e520538: every split then (training has grown since)
-    ("round32", HELD_OUT[:27], "round33"),  # 01bc83c: every split then (training has grown since)
-    ("round33", HELD_OUT[:28], "round34"),  # 11b9ae7: every split then (training has grown since)
-    ("round34", HELD_OUT[:29], "round35"),  # fdba9fd: every split then (training has grown since)
+    # rounds 12 to 34 froze the rules of f0e5281, 02b7fc8, 511c70c, 0e5a9c3, 72d0bf7, 2a66319,
+    # cec95b2, 465fb60, 083f2d7, 789a97c, 3550c85, c28b357, b0e2bca, 8f70ae2, 5e02cda, 7f1532b,
+    # b710e09, 2f7f3d3, 08027c4, e520538, 01bc83c, 11b9ae7, fdba9fd on every split then
+    # (training has grown since)
+    *((f"round{k}", HELD_OUT[: k - 5], f"round{k + 1}") for k in range(12, 35)),
     ("round35", (*HELD_OUT, "training"), "round36"),  # d6437b2: every split
 )
 
