@@ -9,8 +9,9 @@ from typing import Any
 
 from sqlalchemy.orm import Session, sessionmaker
 
+from correlator import service as correlator_service
 from correlator.flows import correlate_once
-from correlator.models import CorrelationReport
+from correlator.models import CorrelationReport, Incident
 from timeline import service
 from timeline.db import unit_of_work
 from timeline.models import Allocation, Batch, Event, GpuInfo, Job, Node, Sample, Scheduler
@@ -130,3 +131,9 @@ class Fleet:
         """One correlator pass at `now` (event time)."""
         settings = self.settings.model_copy(update=overrides) if overrides else self.settings
         return correlate_once(self.factory, settings=settings, now=now)
+
+
+def all_incidents(session_factory: sessionmaker[Session]) -> list[Incident]:
+    """Every incident the store holds, as the incidents service lists them."""
+    with session_factory() as s:
+        return correlator_service.list_incidents(s)

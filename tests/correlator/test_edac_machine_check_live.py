@@ -14,9 +14,8 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
 from collector.parse.kernel import parse_kernel_line
-from correlator import service as incidents
 from correlator.models import Incident, IncidentState
-from tests.correlator.correlator_fleet import Fleet
+from tests.correlator.correlator_fleet import Fleet, all_incidents
 from timeline import tables as t
 from timeline.models import Event
 
@@ -59,13 +58,8 @@ def _fleet(session_factory: sessionmaker[Session]) -> Fleet:
     return fleet
 
 
-def _all(session_factory: sessionmaker[Session]) -> list[Incident]:
-    with session_factory() as s:
-        return incidents.list_incidents(s)
-
-
 def _open(session_factory: sessionmaker[Session]) -> list[Incident]:
-    return [i for i in _all(session_factory) if i.state is IncidentState.OPEN]
+    return [i for i in all_incidents(session_factory) if i.state is IncidentState.OPEN]
 
 
 def _ids_at(session_factory: sessionmaker[Session], *times: float) -> list[int]:
@@ -102,7 +96,7 @@ def test_an_uncorrected_error_after_a_storm_becomes_its_one_incident_and_root(
     [inc] = _open(session_factory)
     _assert_check_holds_storm(inc, session_factory, ue_ts)
     assert inc.opened_ts == STORM[0]  # the failure began with the storm
-    [gone] = [i for i in _all(session_factory) if i.id == storm.id]
+    [gone] = [i for i in all_incidents(session_factory) if i.id == storm.id]
     assert gone.state is IncidentState.RESOLVED and gone.resolution.startswith("superseded")
 
 
@@ -115,7 +109,7 @@ def test_a_storm_after_an_uncorrected_error_joins_its_incident_instead_of_openin
     fleet.correlate(now=ue_ts + 60)
     _storm(fleet)
     fleet.correlate(now=STORM[-1] + 60)
-    [inc] = _all(session_factory)
+    [inc] = all_incidents(session_factory)
     _assert_check_holds_storm(inc, session_factory, ue_ts)
     assert inc.details["memory_module"] == "MC0 CPU_SrcID#0_MC#0_Chan#0_DIMM#0"
 
@@ -128,7 +122,7 @@ def test_a_storm_and_an_uncorrected_error_in_one_pass_are_one_incident(
     ue_ts = STORM[-1] + 60
     fleet.events(_line(UE_A, ue_ts))
     fleet.correlate(now=ue_ts + 60)
-    [inc] = _all(session_factory)
+    [inc] = all_incidents(session_factory)
     _assert_check_holds_storm(inc, session_factory, ue_ts)
 
 
@@ -173,7 +167,7 @@ def test_a_storm_more_than_a_day_before_the_machine_check_stays_apart(
     assert check.title == CHECK_TITLE
     assert check.evidence_event_ids == _ids_at(session_factory, ue_ts)
     assert "ce_storms" not in check.details
-    assert len(_all(session_factory)) == 2  # the storm's own, resolved as it went quiet
+    assert len(all_incidents(session_factory)) == 2  # the storm's own, resolved as it went quiet
 
 
 def test_the_storm_is_the_root_over_a_bare_machine_check_notice(
@@ -207,7 +201,7 @@ def test_later_passes_keep_the_one_merged_incident_without_duplicating_evidence(
     fleet.events(_line(DIMM_A.format(n=1), more_ts), _line(UE_A, more_ts + 30))
     fleet.correlate(now=more_ts + 90)
     [again] = _open(session_factory)
-    assert again.id == inc.id and len(_all(session_factory)) == 2  # no new storm incident
+    assert again.id == inc.id and len(all_incidents(session_factory)) == 2  # no new storm incident
     ids = again.evidence_event_ids
     assert len(ids) == len(set(ids)) == 7  # two UE lines, the day's five CE lines
     assert again.details["ce_storms"]["MC0 CPU_SrcID#0_MC#0_Chan#0_DIMM#0"]["count"] == 11

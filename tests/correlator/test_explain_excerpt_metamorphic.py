@@ -23,6 +23,7 @@ import pytest
 
 from correlator.explain import explain_text
 from tests.correlator.corpus_open import KNOWN_TRAINING_MISSES, OPEN_ROUNDS
+from tests.correlator.metamorphic_params import variant_params
 from tests.correlator.test_explain_corpus import CORPUS, TRAINING
 
 # Cases whose verdict is wrong are left out (a metamorphic test of a wrong answer would freeze
@@ -112,18 +113,7 @@ def _cut(file: str, cut: str) -> tuple[list[str], list[str]]:
 
 @pytest.mark.parametrize(
     ("case", "cut"),
-    [
-        pytest.param(
-            c,
-            name,
-            id=f"{c['file']}-{name}",
-            marks=[pytest.mark.skip(reason=SKIPPED[(c["file"], name)])]
-            if (c["file"], name) in SKIPPED
-            else [],
-        )
-        for c in CHECKED
-        for name in CUTS
-    ],
+    variant_params(((c, name) for c in CHECKED for name in CUTS), SKIPPED),
 )
 def test_a_pasted_tail_or_excerpt_keeps_the_training_verdict(
     case: dict[str, Any], cut: str

@@ -21,6 +21,7 @@ from correlator.explain import explain_text
 from correlator.explain.hosts import host_in_line
 from tests.correlator.corpus_open import KNOWN_TRAINING_MISSES, OPEN_ROUNDS
 from tests.correlator.host_rename import CONVENTIONS, Renaming, rename, token
+from tests.correlator.metamorphic_params import variant_params
 from tests.correlator.test_explain_corpus import CORPUS, TRAINING
 
 # Cases whose original verdict is wrong are not asserted on (a metamorphic test of a wrong
@@ -52,17 +53,7 @@ def _renamed(case: dict[str, Any], convention: str) -> Renaming:
 
 @pytest.mark.parametrize(
     ("case", "convention"),
-    [
-        pytest.param(
-            c,
-            name,
-            id=f"{c['file']}-{name}",
-            marks=[pytest.mark.skip(reason=SKIPPED[(c["file"], name)])]
-            if (c["file"], name) in SKIPPED
-            else [],
-        )
-        for c, name in PAIRS
-    ],
+    variant_params(PAIRS, SKIPPED),
 )
 def test_the_culprit_follows_the_renamed_host(case: dict[str, Any], convention: str) -> None:
     category, blame, node = _original(case["file"])

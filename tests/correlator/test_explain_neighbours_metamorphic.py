@@ -21,6 +21,7 @@ import pytest
 
 from correlator.explain import explain_text
 from tests.correlator.host_rename import token
+from tests.correlator.metamorphic_params import variant_params
 from tests.correlator.neighbour_lines import neighbours, with_neighbours
 from tests.correlator.test_explain_corpus import CORPUS
 from tests.correlator.test_explain_host_rename_metamorphic import NAMED
@@ -44,18 +45,7 @@ def _original(file: str) -> tuple[Any, Any, Any]:
 
 @pytest.mark.parametrize(
     ("case", "variant"),
-    [
-        pytest.param(
-            c,
-            v,
-            id=f"{c['file']}-{v}",
-            marks=[pytest.mark.skip(reason=SKIPPED[(c["file"], v)])]
-            if (c["file"], v) in SKIPPED
-            else [],
-        )
-        for c in NAMED
-        for v in VARIANTS
-    ],
+    variant_params(((c, v) for c in NAMED for v in VARIANTS), SKIPPED),
 )
 def test_the_culprit_stays_among_healthy_neighbours(case: dict[str, Any], variant: int) -> None:
     category, blame, node = _original(case["file"])

@@ -16,9 +16,8 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
 from collector.parse.kernel import parse_kernel_text
-from correlator import service as incidents
-from correlator.models import Incident, IncidentState
-from tests.correlator.correlator_fleet import Fleet
+from correlator.models import IncidentState
+from tests.correlator.correlator_fleet import Fleet, all_incidents
 from timeline import tables as t
 from timeline.models import Event
 
@@ -62,11 +61,6 @@ def _fleet(session_factory: sessionmaker[Session]) -> Fleet:
     return fleet
 
 
-def _all(session_factory: sessionmaker[Session]) -> list[Incident]:
-    with session_factory() as s:
-        return incidents.list_incidents(s)
-
-
 def _stored(session_factory: sessionmaker[Session]) -> list[int]:
     with session_factory() as s:
         return [r.id for r in s.execute(select(t.events.c.id).order_by(t.events.c.ts))]
@@ -79,7 +73,7 @@ def test_an_uncorrected_ghes_record_is_one_event_and_the_nodes_machine_check_inc
     fleet.events(*_events(100.0, _record(1, "recoverable", error_type="3, multi-bit ECC")))
     fleet.correlate(now=BOOT + 160)
     [record_id] = _stored(session_factory)  # nine lines, one event
-    [inc] = _all(session_factory)
+    [inc] = all_incidents(session_factory)
     assert inc.title == CHECK_TITLE and inc.root_cause_event_id == record_id
     assert (inc.category, inc.blame, inc.culprit_node) == ("node", "node", NODE)
     assert inc.evidence_event_ids == [record_id]
@@ -95,7 +89,7 @@ def test_a_corrected_ghes_record_alone_opens_no_incident(
     fleet.events(*_events(300.0, ["{3}[Hardware Error]: event severity: corrected"]))
     fleet.correlate(now=BOOT + 360)
     assert len(_stored(session_factory)) == 3
-    assert _all(session_factory) == []
+    assert all_incidents(session_factory) == []
 
 
 def test_corrected_ghes_records_of_one_dimm_reach_the_trigger_as_a_storm(
@@ -105,7 +99,7 @@ def test_corrected_ghes_records_of_one_dimm_reach_the_trigger_as_a_storm(
     for i in range(10):
         fleet.events(*_events(100.0 + 600 * i, _record(i + 1, "corrected")))
     fleet.correlate(now=BOOT + 100 + 600 * 9 + 60)
-    [inc] = _all(session_factory)
+    [inc] = all_incidents(session_factory)
     assert inc.title.startswith(STORM_TITLE) and inc.state is IncidentState.OPEN
     assert inc.details["ce_storms"][DIMM]["count"] == 10
     assert sorted(inc.evidence_event_ids) == _stored(session_factory)
@@ -118,7 +112,7 @@ def test_nine_corrected_ghes_records_stay_under_the_trigger(
     for i in range(9):
         fleet.events(*_events(100.0 + 600 * i, _record(i + 1, "corrected")))
     fleet.correlate(now=BOOT + 100 + 600 * 8 + 60)
-    assert _all(session_factory) == []
+    assert all_incidents(session_factory) == []
 
 
 def test_a_poisoned_page_after_a_ghes_storm_is_one_incident_with_the_failure_as_root(
@@ -128,16 +122,16 @@ def test_a_poisoned_page_after_a_ghes_storm_is_one_incident_with_the_failure_as_
     for i in range(10):
         fleet.events(*_events(100.0 + 600 * i, _record(i + 1, "corrected")))
     fleet.correlate(now=BOOT + 6000)
-    [storm] = _all(session_factory)
+    [storm] = all_incidents(session_factory)
     failure = "Memory failure: 0x4f1a2b3: recovery action for dirty LRU page: Recovered"
     [ev] = _events(6500.0, [failure])
     assert ev.payload["fault"] == "memory_failure" and ev.payload["pfn"] == "0x4f1a2b3"
     fleet.events(ev)
     fleet.correlate(now=BOOT + 6560)
-    [inc] = [i for i in _all(session_factory) if i.state is IncidentState.OPEN]
+    [inc] = [i for i in all_incidents(session_factory) if i.state is IncidentState.OPEN]
     failure_id = _stored(session_factory)[-1]
     assert inc.title == CHECK_TITLE and inc.root_cause_event_id == failure_id
     assert inc.details["ce_storms"][DIMM]["count"] == 10
     assert sorted(inc.evidence_event_ids) == _stored(session_factory)
-    [gone] = [i for i in _all(session_factory) if i.id == storm.id]
+    [gone] = [i for i in all_incidents(session_factory) if i.id == storm.id]
     assert gone.state is IncidentState.RESOLVED and gone.resolution.startswith("superseded")
