@@ -50,6 +50,12 @@ class Benign:
 
 # NVIDIA/nccl src/debug.cc ncclDebugLog: "%s:%d:%d [%d] NCCL INFO " (host, pid, tid, cudaDev)
 _NCCL = "{host}:{pid}:{tid} [0] NCCL INFO "
+# what NCCL prints after its net plugin's fallback on a host with no RDMA device (below)
+_SOCKET_ONLY = (
+    _NCCL + "NET/IB : No device found.",
+    _NCCL + "NET/Socket : Using [0]eth0:{addr}<0>",
+    _NCCL + "Using network Socket",
+)
 
 BENIGN: tuple[Benign, ...] = (
     # torch/storage.py _warn_typed_storage_removal: warnings.warn(message, UserWarning), as
@@ -186,9 +192,7 @@ BENIGN: tuple[Benign, ...] = (
             _NCCL + "NET/Plugin : Plugin load (libnccl-net.so) returned 2 : libnccl-net.so: "
             "cannot open shared object file: No such file or directory",
             _NCCL + "NET/Plugin : No plugin found, using internal implementation",
-            _NCCL + "NET/IB : No device found.",
-            _NCCL + "NET/Socket : Using [0]eth0:{addr}<0>",
-            _NCCL + "Using network Socket",
+            *_SOCKET_ONLY,
         ),
         names_host=True,
         socket_only=True,
@@ -199,9 +203,7 @@ BENIGN: tuple[Benign, ...] = (
         "nccl_socket_transport_v2_26",
         (
             _NCCL + "NET/Plugin: Could not find: libnccl-net.so. Using internal net plugin.",
-            _NCCL + "NET/IB : No device found.",
-            _NCCL + "NET/Socket : Using [0]eth0:{addr}<0>",
-            _NCCL + "Using network Socket",
+            *_SOCKET_ONLY,
         ),
         names_host=True,
         socket_only=True,
