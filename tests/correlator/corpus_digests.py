@@ -118,3 +118,7 @@ VALIDATION_30_SHA256 = "5851201dec9c272d13b5cb1f703a93954958f550119826ba7dfe521e
 # the 10 sorted new sources after random.Random(62).shuffle, drawn before any rule of round
 # thirty-six and scored once with the rules of d6437b2): never move a case in or out.
 VALIDATION_31_SHA256 = "4404430d875d2355cd59009cbfc0bbcd8cf168ec06b75781cb2585c6537c8ddc"
+# sha256 of the sorted validation_32 sources (round thirty-seven's held-out split: the first half of
+# the 10 sorted new sources after random.Random(64).shuffle, drawn before any rule of round
+# thirty-seven and scored once with the rules of bf5e1f9): never move a case in or out.
+VALIDATION_32_SHA256 = "9f5c0d99e30fcb7a5682ff281d8e080866a811d71cb86df436a1ea0a773e7b09"
