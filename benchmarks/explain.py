@@ -90,9 +90,11 @@ rules of main at fdba9fd scored on every split of the corpus with round thirty-f
 measured before round thirty-five changed any rule (benchmarks/explain_round34.json),
 "round35": the figures the rules of main at d6437b2 scored on every split of the corpus with round
 thirty-six's new cases, measured before round thirty-six changed any rule
-(benchmarks/explain_round35.json), and "round36": the figures the rules of main at bf5e1f9 scored
+(benchmarks/explain_round35.json), "round36": the figures the rules of main at bf5e1f9 scored
 on every split of the corpus with round thirty-seven's new cases, measured before round
-thirty-seven changed any rule (benchmarks/explain_round36.json).
+thirty-seven changed any rule (benchmarks/explain_round36.json), and "round37": the figures the
+rules of main at 2dfb24e scored on every split of the corpus, measured before round thirty-eight
+changed any rule (benchmarks/explain_round37.json).
 "validation_3": a second held-out split gathered in round three from sources no other case
 uses, labelled and scored with round two's rules before any rule of round three was written;
 "validation_4": a third one, gathered in round eight from sources no other case uses, labelled
@@ -183,7 +185,7 @@ _HERE = Path(__file__).resolve().parent
 # key "roundN" reads benchmarks/explain_roundN.json.
 _FROZEN = (
     ("before", _HERE / "explain_before.json"),
-    *((f"round{i}", _HERE / f"explain_round{i}.json") for i in (1, 2, 3, 4, 5, *range(7, 37))),
+    *((f"round{i}", _HERE / f"explain_round{i}.json") for i in (1, 2, 3, 4, 5, *range(7, 38))),
 )
 # the held-out splits in the order they were drawn (there is no validation_2: the second one,
 # gathered in round three, is validation_3)
