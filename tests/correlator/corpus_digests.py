@@ -122,3 +122,7 @@ VALIDATION_31_SHA256 = "4404430d875d2355cd59009cbfc0bbcd8cf168ec06b75781cb2585c6
 # the 10 sorted new sources after random.Random(64).shuffle, drawn before any rule of round
 # thirty-seven and scored once with the rules of bf5e1f9): never move a case in or out.
 VALIDATION_32_SHA256 = "9f5c0d99e30fcb7a5682ff281d8e080866a811d71cb86df436a1ea0a773e7b09"
+# sha256 of the sorted validation_33 sources (round thirty-eight's held-out split: the first half of
+# the 10 sorted new sources after random.Random(66).shuffle, drawn before any rule of round
+# thirty-eight and scored once with the rules of 2dfb24e): never move a case in or out.
+VALIDATION_33_SHA256 = "e84abd412740ce0ae0a3b53645c712ea85b862802f92f258768ca8c076344cbf"
