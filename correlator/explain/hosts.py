@@ -50,8 +50,9 @@ _MARKS = (
     *MORE_MARKS,
 )
 # bash's prompt up to the command typed at it: "[root@gpu-node-07 dir]#", "user@gpu-node-07:~$"
-# (a virtualenv's "(venv) " in front)
-BASH_PROMPT = r"^\s*(?:\([\w.-]+\)\s*)?\[?[\w.-]+@(?P<h>[A-Za-z0-9][\w.-]*)[: ][^\n#$%]*?[#$%]"
+# (a virtualenv's "(venv) " in front); not past a ">", which ends fish's and SUSE's prompts
+# (hosts_fields): a "$" or "%" in the command typed there is no prompt's end
+BASH_PROMPT = r"^\s*(?:\([\w.-]+\)\s*)?\[?[\w.-]+@(?P<h>[A-Za-z0-9][\w.-]*)[: ][^\n#$%>]*?[#$%]"
 _QUOTE = re.compile(r"^(?:\s*>\s?)+")
 # Launcher labels in front of a rank's line: srun -l "12: ", mpirun --tag-output "[1,0]<stderr>:",
 # torchrun --tee "[default0]:" / "[rank0]:" (they label a rank, not a host)

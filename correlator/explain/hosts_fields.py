@@ -1,5 +1,5 @@
 """Host conventions of probe set sixteen (issue #11): where a syslog transport, journalctl's other
-output modes, zsh's and fish's default prompts, PBS's `qstat -f`, LSF's job report,
+output modes, zsh's, fish's and SUSE's default prompts, PBS's `qstat -f`, LSF's job report,
 `hostnamectl` and Loki's `logcli` put the node a line came from. Each pattern captures the host
 in group "h"; hosts.py tries them after its own and cleans what they capture.
 
@@ -19,6 +19,8 @@ Sources:
   https://zsh.sourceforge.io/Doc/Release/Parameters.html (PS1, "The default is '%m%# '");
 - fish's default prompt (fish-shell share/functions/fish_prompt.fish: prompt_login "user@host",
   " ", prompt_pwd, an optional " [status]", then ">" or "#" for root);
+- SUSE's bash prompt (openSUSE/aaa_base files/etc/bash.bashrc: "user@host:dir> ", root's
+  "host:dir # ");
 - PBS Professional / Torque `qstat -f` ("    exec_host = node01/0*8", one "host/vnode*ncpus"
   chunk a host joined by "+"): PBS Professional Reference Guide, "Job Attributes" exec_host;
 - IBM LSF job report (bsub -o) "Job was executed on host(s) <8*hostA>, in queue <q>, ..." and
@@ -40,7 +42,7 @@ _H = r"(?P<h>[A-Za-z0-9][\w.-]*)"
 _TAG = r"[\w./@-]{1,64}(?:\[\d+\])?: "
 # commands that query the whole cluster or run on other nodes: the prompt's host is a login node
 # (FAN_OUT adds the PBS/LSF submitters and the MPI and DeepSpeed launchers given other hosts;
-# every prompt convention, bash's, zsh's and fish's, skips all of them)
+# every prompt convention, bash's, zsh's, fish's and SUSE's, skips all of them)
 LOGIN_COMMANDS = (
     r"kubectl|oc|helm|sinfo|squeue|sacct|scontrol|sbatch|srun|salloc|ssh|pbsnodes|qstat|pdsh|"
     r"clush|clubak|pssh|parallel-ssh|ansible|ansible-playbook"
@@ -68,6 +70,15 @@ AWAY = rf"(?:{FAN_OUT}|{VIEWS_ELSEWHERE})"
 # holds a digit (the lookahead) and is read possessively, linear on a long run of word characters
 ZSH_PROMPT = r"^\s*(?P<h>[A-Za-z](?=[\w-]*\d)[\w-]*+)[%#] "
 FISH_PROMPT = r"^\s*[\w.-]+@" + _H + r" (?:~|/)\S*(?: \[\d+\])?> "
+# SUSE's bash prompt, the default of SLES-based login nodes (HPE Cray EX's among them):
+# openSUSE/aaa_base files/etc/bash.bashrc sets PS1="${_t}${_u}:\w${_p} " with _u "\u@\h" and
+# _p ">" for a user, _u "\h" and _p " #" for root (its ksh/ash branches print the same
+# "user@host:dir> " and "host:dir # "): "alice@nid002070:/scratch/run> cmd", "nid002070:~ # cmd".
+# \w is "~", "~/dir" or an absolute path ("//" opens a URL, not a directory); "->" and "=>"
+# are arrows, not the prompt's end. Root's prompt has no "user@", so its host must hold a digit,
+# as zsh's does ("word:/path # " is a path and a comment, not a prompt).
+SUSE_PROMPT = r"^\s*[\w.-]+@" + _H + r":(?:~|/(?!/))\S*(?<![-=])> "
+SUSE_ROOT_PROMPT = r"^\s*(?P<h>[A-Za-z0-9](?=[\w.-]*\d)[\w.-]*+):(?:~|/(?!/))\S* # "
 
 # Patterns whose host slot holds nothing but a host name (an all-digit name is taken there).
 FIELD_PATTERNS: tuple[re.Pattern[str], ...] = (
@@ -104,6 +115,9 @@ PATTERNS: tuple[re.Pattern[str], ...] = (
     re.compile(ZSH_PROMPT + r"(?!\s*" + AWAY + r")[\w./~-]"),
     # fish's default prompt "alice@gpu-07 ~/train> cmd", "alice@gpu-07 ~ [1]> cmd"
     re.compile(FISH_PROMPT + r"(?!\s*" + AWAY + r")\S"),
+    # SUSE's prompt "alice@nid002070:~/train> cmd", root's "nid002070:~ # cmd"
+    re.compile(SUSE_PROMPT + r"(?!\s*" + AWAY + r")\S"),
+    re.compile(SUSE_ROOT_PROMPT + r"(?!\s*" + AWAY + r")\S"),
     # qstat -f: "    exec_host = gpu-07/0*8" (one host; "a/0*8+b/0*8" names several)
     re.compile(r"^\s*exec_host = " + _H + r"/[\d*]+\s*$"),
     # LSF: one host only (a second "<n*host>" would follow the first before the comma)

@@ -38,13 +38,13 @@ Sources:
   The node conditions are problems when True (MemoryPressure, DiskPressure, PIDPressure,
   NetworkUnavailable, node-problem-detector's) except Ready, which must be True. Healthy: every
   condition False but Ready True, no taint, schedulable, and no line of the block failing;
-- shell prompts (bash's, zsh's, fish's, hosts.py BASH_PROMPT, hosts_fields.ZSH_PROMPT and
-  FISH_PROMPT): the host of a prompt is where its command ran, so a failure is that host's
-  when it is in the output of a command typed there (the lines up to the next prompt), or,
-  above every prompt, in the terminal whose prompt came back below it (the corpus policy: a
-  job's output and then its shell's prompt name that shell's host); a prompt whose output holds
-  no failure (an nvidia-smi that shows nothing wrong, a file viewed that another host wrote, a
-  prompt with nothing typed at it) shows nothing of it;
+- shell prompts (bash's, zsh's, fish's, SUSE's, hosts.py BASH_PROMPT, hosts_fields.ZSH_PROMPT,
+  FISH_PROMPT, SUSE_PROMPT and SUSE_ROOT_PROMPT): the host of a prompt is where its command
+  ran, so a failure is that host's when it is in the output of a command typed there (the
+  lines up to the next prompt), or, above every prompt, in the terminal whose prompt came back
+  below it (the corpus policy: a job's output and then its shell's prompt name that shell's
+  host); a prompt whose output holds no failure (an nvidia-smi that shows nothing wrong, a
+  file viewed that another host wrote, a prompt with nothing typed at it) shows nothing of it;
 - pdsh's "host: " in front of each line a host writes (chaos/pdsh src/pdsh/dsh.c, cited in
   hosts.py): a stream none of whose lines holds the failure is not where it was printed.
 
@@ -83,7 +83,12 @@ import re
 
 from correlator.explain.hosts import BASH_PROMPT
 from correlator.explain.hosts_blocks import NODE_KEYS, describe_node_spans
-from correlator.explain.hosts_fields import FISH_PROMPT, ZSH_PROMPT
+from correlator.explain.hosts_fields import (
+    FISH_PROMPT,
+    SUSE_PROMPT,
+    SUSE_ROOT_PROMPT,
+    ZSH_PROMPT,
+)
 from correlator.explain.readers_sched import kubectl_columns, kubectl_row, pod_row_host
 
 _NODE_READY = "Ready"
@@ -99,7 +104,9 @@ _STATE = re.compile(r"(?:^|\s)State=(?P<s>\S+)")
 _REASON = re.compile(r"(?:^|\s)Reason=\S")
 # describeNode's keys at the margin (hosts_blocks.NODE_KEYS) and their values
 _DESCRIBE_KEY = re.compile(rf"^({NODE_KEYS}):\s*(.*)$")
-_PROMPTS = tuple(re.compile(p) for p in (BASH_PROMPT, ZSH_PROMPT, FISH_PROMPT))
+_PROMPTS = tuple(
+    re.compile(p) for p in (BASH_PROMPT, ZSH_PROMPT, FISH_PROMPT, SUSE_PROMPT, SUSE_ROOT_PROMPT)
+)
 
 
 def _healthy_pod(ready: str, status: str, restarts: str) -> bool:

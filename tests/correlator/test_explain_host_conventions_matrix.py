@@ -1,18 +1,17 @@
 """Probe set sixteen (issue #11): how a host is attached to a line x failure lines.
 
-Each convention is one way a delivering tool or emitter puts the node a line came from beside
-it, built from that tool's own format (sources cited in correlator/explain/hosts_fields.py,
+Each convention is one way a delivering tool or emitter puts the node a line came from beside it,
+built from that tool's own format (sources cited in correlator/explain/hosts_fields.py,
 hosts_records.py, wrappers.py and collector/parse/delivery.py): syslog transports (RFC 5424,
-"<PRI>" in front of RFC 3164 and rsyslog's ForwardFormat), journalctl's short-full /
-short-unix / short-monotonic / short-delta / verbose / export / json-pretty modes, zsh's and
-fish's default prompts, log shippers' JSON records (Fluent Bit, Vector, GELF, Filebeat's ECS,
-Splunk HEC), Loki's logcli, PBS's `qstat -f`, LSF's job report, `hostnamectl`, a `hostname`
-typed at a prompt, `uname -a`, a prompt's ssh or srun -w command, salloc's allocation,
-Slurm's environment, `kubectl events`, `docker service logs`, Open MPI's help texts ("Local
-host:") and Alertmanager's notification text. The failure line is read as it reads alone
-(its category and blame); the node is the one the convention names, and none where the
-convention names a login node, a placeholder, a masked name, a folded node set or several
-nodes.
+"<PRI>" in front of RFC 3164 and rsyslog's ForwardFormat), journalctl's short-full / short-unix /
+short-monotonic / short-delta / verbose / export / json-pretty modes, zsh's, fish's and SUSE's
+default prompts, log shippers' JSON records (Fluent Bit, Vector, GELF, Filebeat's ECS, Splunk HEC),
+Loki's logcli, PBS's `qstat -f`, LSF's job report, `hostnamectl`, a `hostname` typed at a prompt,
+`uname -a`, a prompt's ssh or srun -w command, salloc's allocation, Slurm's environment, `kubectl
+events`, `docker service logs`, Open MPI's help texts ("Local host:") and Alertmanager's
+notification text. The failure line is read as it reads alone (its category and blame); the node is
+the one the convention names, and none where the convention names a login node, a placeholder, a
+masked name, a folded node set or several nodes.
 """
 
 from __future__ import annotations
@@ -23,6 +22,7 @@ from collections.abc import Callable
 import pytest
 
 from correlator.explain import explain_text
+from correlator.explain.hosts import host_in_line
 from tests.correlator.emitter_probe import HOSTS
 
 # (failure line, syslog identifier of its emitter) with (category, blame) as the line alone reads
@@ -73,6 +73,9 @@ CONVENTIONS: dict[str, Conv] = {
     "zsh_root_prompt": lambda h, line, tag: f"{h}# journalctl -k -n 1\n{line}",
     "fish_prompt": lambda h, line, tag: f"alice@{h} ~/train> python train.py\n{line}",
     "fish_status_prompt": lambda h, line, tag: f"alice@{h} ~/train [1]> dmesg\n{line}",
+    # SUSE's bash prompt (openSUSE/aaa_base files/etc/bash.bashrc), a user's and root's
+    "suse_prompt": lambda h, line, tag: f"alice@{h}:/scratch/run> python3 train.py\n{line}",
+    "suse_root_prompt": lambda h, line, tag: f"{h}:~ # dmesg | tail -1\n{line}",
     "rfc5424": lambda h, line, tag: (
         f"<3>1 2024-03-01T10:00:00.123456+00:00 {h} {tag} 4711 - - {line}"
     ),
@@ -215,6 +218,8 @@ NAMES_NONE = {
     "zsh_login_srun": f"login01% srun -N1 -w gpu-[07-08] dmesg\n{_X}",
     "zsh_word": f"Total% done\n{_X}",
     "fish_login_sinfo": f"alice@login01 ~> sinfo -R\n{_X}",
+    "suse_login_sinfo": f"alice@login01:~> sinfo -R\n{_X}",
+    "suse_root_login_squeue": f"login01:~ # squeue -u alice\n{_X}",
     "qstat_several": f"    exec_host = gpu-07/0*8+gpu-08/0*8\n{_X}",
     "lsf_several": (
         "Job was executed on host(s) <8*gpu-07> <8*gpu-08>, in queue <gpu>, as user <a> in "
@@ -307,3 +312,58 @@ def test_one_message_delivered_from_two_hosts_names_neither(record: Callable[[st
     # the same line, word for word, from two nodes: several nodes show the fault
     got = explain_text(f"{record('gpu-07')}\n{record('gpu-08')}")
     assert (got.category, got.blame, got.node) == ("gpu_hardware", "node", None), got.node
+
+
+# SUSE's prompt (openSUSE/aaa_base files/etc/bash.bashrc: "user@host:dir> ", root's
+# "host:dir # "): the prompt names its host, and only the prompt; the command after it is a
+# command, whatever hosts it names.
+SUSE_PROMPT_LINES = {
+    "user_absolute_dir": ("alice@nid002070:/scratch/pawsey/run> python3 train.py", "nid002070"),
+    "user_home": ("alice@gpu-a-07:~> dmesg | tail", "gpu-a-07"),
+    "root_home": ("nid002070:~ # journalctl -k -n 5", "nid002070"),
+    "root_absolute_dir": ("dgx-h100-031:/root # nvidia-smi", "dgx-h100-031"),
+    "scp_target_in_command": ("alice@login01:~> scp alice@gpu-07:/scratch/x.log .", "login01"),
+    "root_form_in_command": ("alice@login01:~> echo gpu-07:/x # note", "login01"),
+    "user_form_in_command": ("nid001234:~ # su - bob -c 'echo bob@gpu-07:~> x'", "nid001234"),
+}
+
+
+@pytest.mark.parametrize(("line", "host"), SUSE_PROMPT_LINES.values(), ids=SUSE_PROMPT_LINES)
+def test_suse_prompt_names_its_own_host_not_the_commands(line: str, host: str) -> None:
+    assert host_in_line(line) == host
+
+
+# Lines with a piece of SUSE's prompt shape that are no prompt: markup, arrows, Python's
+# prompt, a traceback's frame, mail addresses, scp/rsync arguments, URLs and path comments,
+# a root form whose host has no digit, and a prompt with nothing typed at it.
+NOT_SUSE_PROMPTS = {
+    "markup": "<alice@gpu-07:/x> python t.py",
+    "arrow": "alice@gpu-07:/data -> /backup",
+    "arrow_glued": "alice@gpu-07:/data-> /backup",
+    "fat_arrow_glued": "alice@gpu-07:/data=> /backup",
+    "root_form_then_arrow": "gpu-07:/opt/x -> /opt/y # link",
+    "python_prompt": ">>> import torch  # on gpu-07",
+    "traceback_frame": '  File "/opt/app/train.py", line 12, in <module>',
+    "mail_reply": "alice@gpu-07.example.com wrote:",
+    "mail_header": "Reported-by: alice@gpu-07.example.com",
+    "scp_command": "scp alice@gpu-07:/scratch/run.log .",
+    "rsync_command": "rsync -av alice@gpu-07:/data/ /backup/ # nightly",
+    "url_comment": "https://gpu07.example.com:/x # mirror",
+    "double_slash": "server01://export # y",
+    "fstab_line": "nfs01:/export /mnt nfs defaults 0 0",
+    "wordy_root_form": "docs:/path # comment",
+    "nothing_typed": "alice@gpu-07:~/runs> ",
+}
+
+
+@pytest.mark.parametrize("line", NOT_SUSE_PROMPTS.values(), ids=NOT_SUSE_PROMPTS)
+def test_text_shaped_like_part_of_a_suse_prompt_names_no_host(line: str) -> None:
+    assert host_in_line(line) is None
+
+
+def test_a_dollar_typed_at_a_suse_prompt_does_not_make_it_a_bash_prompt() -> None:
+    # bash's prompt stops at a ">": the login node's ssh names the node it ran on, not login01
+    line = "alice@login01:~> ssh -t gpu-07 'echo $HOSTNAME; dmesg'"
+    assert host_in_line(line) is None
+    got = explain_text(f"{line}\n{_X}")
+    assert (got.category, got.blame, got.node) == ("gpu_hardware", "node", "gpu-07")

@@ -3,11 +3,11 @@
 Open MPI's mpirun (docs/launching-apps: "If no hosts are specified, mpirun launches on the local
 host") and MPICH's Hydra mpiexec start every rank on the local host unless given a host list
 (-H/--host/--hostfile/--machinefile, Hydra's -f/-hosts); DeepSpeed's launcher reads its
--H/--hostfile (or --include/--num_nodes over it). With a host list the ranks run on the nodes
-named there, so the prompt's host is only the launch node and must not become the culprit; PBS's
-qsub and LSF's bsub always run elsewhere. Bash's, zsh's and fish's prompts read alike (they did
-not before: bash named the host in front of every launcher, zsh and fish in front of none). The
-line is PyTorch's uncorrectable ECC error (c10/cuda/CUDAException.h's "CUDA error: %s").
+-H/--hostfile (or --include/--num_nodes over it). With a host list the ranks run on the nodes named
+there, so the prompt's host is only the launch node and must not become the culprit; PBS's qsub and
+LSF's bsub always run elsewhere. Bash's, zsh's, fish's and SUSE's prompts read alike (they did not
+before: bash named the host in front of every launcher, zsh and fish in front of none). The line is
+PyTorch's uncorrectable ECC error (c10/cuda/CUDAException.h's "CUDA error: %s").
 """
 
 from __future__ import annotations

@@ -2,12 +2,12 @@
 
 `tail -f slurm-1234.out` or `less train.log` typed on a login node prints a job's output, written
 wherever the job ran; the prompt's host must not become the culprit of what the file says. The
-host's own logs and kernel files (/var/log, /proc, /sys), `dmesg`, and a program the host runs
-stay its own. Prompts as bash's distro defaults, zsh's "%m%# " and fish's default write them
-(cited in correlator/explain/hosts.py and hosts_fields.py); the lines are NVRM's Xid
+host's own logs and kernel files (/var/log, /proc, /sys), `dmesg`, and a program the host runs stay
+its own. Prompts as bash's distro defaults (SUSE's among them), zsh's "%m%# " and fish's default
+write them (cited in correlator/explain/hosts.py and hosts_fields.py); the lines are NVRM's Xid
 ("NVRM: Xid (PCI:%04x:%02x:%02x): %d, ...", open-gpu-kernel-modules) behind dmesg's clock and
-PyTorch's uncorrectable ECC error (c10/cuda/CUDAException.h's "CUDA error: %s", the CUDA
-runtime's cudaErrorECCUncorrectable text).
+PyTorch's uncorrectable ECC error (c10/cuda/CUDAException.h's "CUDA error: %s", the CUDA runtime's
+cudaErrorECCUncorrectable text).
 """
 
 from __future__ import annotations
@@ -27,6 +27,8 @@ PROMPTS = {
     "root": "[root@{h} ~]# ",
     "zsh": "{h}% ",
     "fish": "alice@{h} ~/runs> ",
+    "suse": "alice@{h}:~/runs> ",
+    "suse_root": "{h}:~ # ",
 }
 HOSTS = ("login01", "gpu-a-07", "node0123")
 VIEWS = (
