@@ -60,6 +60,8 @@ def expand_hostlist(text: str | None) -> list[str]:
         return []
     hosts: list[str] = []
     for part in _split_top(text.strip()):
+        # Linear: _split_top has already refused any '[' left open, so each bracket scan
+        # stops at its own ']' (an unclosed run of '[' would make this split quadratic).
         pieces = re.split(r"(\[[^\]]*\])", part)
         choices = [
             _expand_range_list(p[1:-1]) if p.startswith("[") else [p] for p in pieces if p != ""

@@ -132,17 +132,41 @@ def parse_scontrol_jobs(text: str) -> tuple[list[ScontrolJob], list[str]]:
     return jobs, bad
 
 
-_REASON_TAIL = re.compile(r"^(.*?)\s*\[([^@\]]+)@([0-9T:-]+)\]\s*$")
+_REASON_STAMP = re.compile(r"[0-9T:-]+")
+
+
+def _reason_tail(text: str) -> tuple[str, str, str] | None:
+    r"""(reason, user, time) of 'reason [user@time]', or None when there is no such suffix.
+
+    The same answer as the regex ``^(.*?)\s*\[([^@\]]+)@([0-9T:-]+)\]\s*$``, found with
+    rstrip/rfind/find: that regex backtracks quadratically on a long run of blanks, tabs
+    or '[' in a Reason, which is free text (``scontrol update ... Reason=``).
+    """
+    s = text.rstrip()
+    at = s.rfind("@")
+    if not s.endswith("]") or at < 2 or not _REASON_STAMP.fullmatch(s, at + 1, len(s) - 1):
+        return None
+    # The user part holds no '@' or ']': the bracket opens after the last one before '@',
+    # and the lazy reason takes the leftmost such '['.
+    floor = max(s.rfind("]", 0, at), s.rfind("@", 0, at)) + 1
+    opening = s.find("[", floor, at - 1)
+    if opening < 0:
+        return None
+    reason = s[:opening].rstrip()
+    if "\n" in reason:  # the regex's '.' stops at a newline
+        return None
+    return reason, s[opening + 1 : at], s[at + 1 : -1]
 
 
 def split_node_reason(text: str | None) -> tuple[str | None, str | None, float | None]:
     """'xid 79 [root@2026-11-22T12:15:08]' -> ('xid 79', 'root', epoch)."""
     if not text or text in ("(null)", "none", "None"):
         return None, None, None
-    m = _REASON_TAIL.match(text)
-    if not m:
+    tail = _reason_tail(text)
+    if tail is None:
         return text, None, None
-    return m.group(1) or None, m.group(2), parse_slurm_time(m.group(3))
+    reason, user, stamp = tail
+    return reason or None, user, parse_slurm_time(stamp)
 
 
 @dataclass

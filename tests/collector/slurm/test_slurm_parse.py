@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from collector.slurm.hostlist import (
@@ -188,6 +190,24 @@ def test_idle_nodes_have_no_reason() -> None:
 def test_node_reason_without_user_suffix_is_kept_whole() -> None:
     assert split_node_reason("Not responding") == ("Not responding", None, None)
     assert split_node_reason("a=b [slurm@2026-11-22T12:00:00]")[:2] == ("a=b", "slurm")
+
+
+@pytest.mark.parametrize("unit", [" ", "\t", "[", "a ", ", ", "="])
+def test_hostile_20k_node_reason_is_kept_whole_without_hanging(unit: str) -> None:
+    # Reason is free text; the old backtracking regex took seconds on 20k blanks or '['.
+    text = unit * (20_000 // len(unit)) + "x"
+    started = time.perf_counter()
+    assert split_node_reason(text) == (text, None, None)
+    (node,), bad = parse_scontrol_nodes(f"NodeName=n1 State=IDLE\n   Reason={text}\n")
+    assert bad == [] and (node.reason, node.reason_user) == (text, None)
+    assert time.perf_counter() - started < 2.0  # generous: the point is not hanging
+
+
+def test_user_suffix_is_split_off_a_reason_padded_with_20k_blanks() -> None:
+    blanks = " \t" * 10_000
+    text = "xid 79" + blanks + "[root@2026-11-22T12:15:08]" + blanks
+    reason, user, ts = split_node_reason(text)
+    assert (reason, user) == ("xid 79", "root") and ts is not None
 
 
 def test_down_node_and_not_responding_node_states() -> None:
