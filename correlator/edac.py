@@ -25,6 +25,7 @@ from collector.parse.kernel_edac import (
     CE_THRESHOLD,
     CE_WINDOW_S,
     FAULT,
+    MACHINE_CHECKS,
     busiest_day,
     over_threshold_message,
 )
@@ -38,9 +39,6 @@ from timeline import tables as t
 from timeline.models import Event, EventKind, Severity
 
 _MAX_LINES = 20_000  # CE lines read per node and pass: a storm's day is far fewer events
-# The agent's slugs for a machine check (an "mce:" line, an uncorrected GHES record:
-# kernel_ghes.py), an EDAC uncorrected error and a page the hardware poisoned (kernel_node.py).
-MACHINE_CHECKS = frozenset({"machine_check", "edac_ue", "memory_failure"})
 # what the message of a CE event holds: an EDAC CE line, or a corrected GHES memory record
 _CE_TEXTS = ("EDAC", "[Hardware Error]")
 CHECKED = "machine_check_modules"  # details: modules its machine checks name (None: none named)

@@ -35,6 +35,14 @@ from timeline.models import EventKind, Severity
 CE_THRESHOLD = 10
 CE_WINDOW_S = 24 * 3600
 FAULT = "edac_ce"  # the payload's "fault" of one CE line's event
+# The payload's "fault" of an uncorrected hardware error of the host, one definition for the
+# agent's parsers and the correlator: a machine check (an "mce:" line, kernel_node.py; an
+# uncorrected GHES record, kernel_ghes.py), an EDAC UE line and a page the hardware poisoned
+# (mm/memory-failure.c, kernel_node.py).
+MACHINE_CHECK = "machine_check"
+EDAC_UE = "edac_ue"
+MEMORY_FAILURE = "memory_failure"
+MACHINE_CHECKS = frozenset({MACHINE_CHECK, EDAC_UE, MEMORY_FAILURE})
 
 
 def _edac_line(kind: str) -> re.Pattern[str]:

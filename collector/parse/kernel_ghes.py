@@ -35,11 +35,11 @@ import re
 from typing import Any
 
 from collector.parse.kernel_edac import FAULT as CE_FAULT
+from collector.parse.kernel_edac import MACHINE_CHECK
 from collector.parse.kernel_rules import Match
 from timeline.models import EventKind, Severity
 
 RECORD = re.compile(r"^\{(?P<rec>\d{1,10})\}\[Hardware Error\]: ?(?P<body>.*)$")
-MACHINE_CHECK = "machine_check"  # the agent's slug of an uncorrected hardware error
 REPORT = "hardware_error_report"  # a corrected (or informational) record: no fault alone
 UNCORRECTED = frozenset({"fatal", "recoverable"})
 

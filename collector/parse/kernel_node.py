@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from collector.parse.kernel_edac import ue_fields
+from collector.parse.kernel_edac import EDAC_UE, MACHINE_CHECK, MEMORY_FAILURE, ue_fields
 from collector.parse.kernel_rules import Match
 from timeline.models import EventKind, Severity
 
@@ -31,7 +31,7 @@ _NODE_FAULTS: list[tuple[str, re.Pattern[str]]] = [
     ("panic", re.compile(r"Kernel panic - not syncing")),
     ("kernel_bug", re.compile(r"kernel BUG at \S+")),
     (
-        "machine_check",
+        MACHINE_CHECK,
         re.compile(
             r"mce: \[Hardware Error\]|Machine check events logged|"
             # __print_mce before mce/core.c's pr_fmt "mce: " (2.6.3x-4.x): HW_ERR alone
@@ -42,8 +42,8 @@ _NODE_FAULTS: list[tuple[str, re.Pattern[str]]] = [
     ),
     # mm/memory-failure.c action_result: pr_err("%#lx: recovery action for %s: %s\n") under
     # pr_fmt "Memory failure: ", printed for each page the hardware poisoned (all four results)
-    ("memory_failure", _MEMORY_FAILURE),
-    ("edac_ue", re.compile(r"EDAC \S+: .{0,60}\b(?:UE|Uncorrected|uncorrectable)\b")),
+    (MEMORY_FAILURE, _MEMORY_FAILURE),
+    (EDAC_UE, re.compile(r"EDAC \S+: .{0,60}\b(?:UE|Uncorrected|uncorrectable)\b")),
     (
         "io_error",
         re.compile(
@@ -79,9 +79,9 @@ def node_fault(msg: str) -> Match | None:
     for slug, pattern in _NODE_FAULTS:
         if pattern.search(msg):
             payload: dict[str, Any] = {"text": msg, "fault": slug}
-            if slug == "edac_ue":  # the module it names, keyed as its CE lines' (kernel_edac.py)
+            if slug == EDAC_UE:  # the module it names, keyed as its CE lines' (kernel_edac.py)
                 payload |= ue_fields(msg) or {}
-            elif slug == "memory_failure" and (mf := _MEMORY_FAILURE.search(msg)):
+            elif slug == MEMORY_FAILURE and (mf := _MEMORY_FAILURE.search(msg)):
                 payload |= {"pfn": mf["pfn"], "page_type": mf["page"], "result": mf["result"]}
             return Match(EventKind.OTHER, msg, None, Severity.ERROR, None, payload)
     return None
