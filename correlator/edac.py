@@ -185,8 +185,7 @@ class CeStorms:
             and i.opened_ts <= hi
             and i.last_seen_ts >= lo
         ]
-        return max(found, key=lambda i: (int(i.details.get("priority", -1)), i.last_seen_ts),
-                   default=None)  # fmt: skip
+        return max(found, key=_strength, default=None)
 
     def _hold(self, inc: Incident, storm: Storm, verdict: Verdict) -> None:
         """Make the storm's day the incident's evidence of that module, replacing an earlier
@@ -201,14 +200,22 @@ class CeStorms:
         inc.evidence_event_ids = [i for i in inc.evidence_event_ids if i not in before]
         self.book.add_evidence(inc, storm.events)
         cap = self.book.evidence_cap
-        storms[storm.module] = {"count": storm.count, "span_s": round(storm.span, 1),
-                                "event_ids": [e.id for e in storm.events][:cap]}  # fmt: skip
+        storms[storm.module] = {
+            "count": storm.count,
+            "span_s": round(storm.span, 1),
+            "event_ids": [e.id for e in storm.events][:cap],
+        }
         inc.details.setdefault("supporting", {})[f"edac_ce {storm.module}"] = (
             over_threshold_message(storm.module, storm.count, storm.span)
         )
         inc.details.setdefault("memory_module", storm.module)
         inc.opened_ts = min(inc.opened_ts, storm.events[0].ts)
         inc.last_seen_ts = max(inc.last_seen_ts, storm.newest)
+
+
+def _strength(inc: Incident) -> tuple[int, float]:
+    """An incident's rank among a storm's candidates: its verdict's priority, then recency."""
+    return int(inc.details.get("priority", -1)), inc.last_seen_ts
 
 
 def _names(inc: Incident, module: str) -> bool:
@@ -221,9 +228,19 @@ def _verdict(storm: Storm) -> Verdict | None:
     """The rules' verdict on the module's sum, read as `explain` reads it."""
     last = storm.events[-1]
     event = Event.model_construct(
-        ts=last.ts, node=storm.node, source="correlator", kind=EventKind.OTHER, gpu_uuid=None,
-        pci_bus_id=None, job_id=None, code=None, severity=Severity.WARNING,
-        message=over_threshold_message(storm.module, storm.count, storm.span), raw=last.raw,
-        payload={}, count=1, dedup_key=None,
-    )  # fmt: skip
+        ts=last.ts,
+        node=storm.node,
+        source="correlator",
+        kind=EventKind.OTHER,
+        gpu_uuid=None,
+        pci_bus_id=None,
+        job_id=None,
+        code=None,
+        severity=Severity.WARNING,
+        message=over_threshold_message(storm.module, storm.count, storm.span),
+        raw=last.raw,
+        payload={},
+        count=1,
+        dedup_key=None,
+    )
     return classify_event(event)

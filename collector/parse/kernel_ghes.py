@@ -125,8 +125,8 @@ def ghes_record(bodies: list[str]) -> Match | None:
     if not bodies:
         return None
     f = read_record(bodies)
-    sev = str(f.get("ghes_severity") or next(
-        (s["severity"] for s in f["sections"] if s.get("severity")), "unknown"))  # fmt: skip
+    stated = (s["severity"] for s in f["sections"] if s.get("severity"))
+    sev = str(f.get("ghes_severity") or next(stated, "unknown"))
     module = _module(f)
     memory = any(s.get("type") == "memory" for s in f["sections"])
     payload: dict[str, Any] = {k: v for k, v in f.items() if v not in ({}, [], None)}
