@@ -11,7 +11,12 @@ Formats (torvalds/linux; the commit is the stored version the format was read at
   requires no further action" (corrected only), "event severity: %s" (severity_strs
   recoverable, fatal, corrected, info); cper_estatus_print_section "Error %d, type: %s",
   "section_type: memory error" / "general processor error" / "IA32/X64 processor error" / "ARM
-  processor error" / "PCIe error" / ...; cper_print_mem "error_status: ...", "physical_address:
+  processor error" / "PCIe error" / ...; cper_print_pcie "port_type: %d, %s", "version: %d.%d",
+  "command: 0x%04x, status: 0x%04x", "device_id: %04x:%02x:%02x.%x", "slot: %d",
+  "secondary_bus: 0x%02x", "vendor_id: 0x%04x, device_id: 0x%04x", "class_code: %02x%02x%02x",
+  "serial number: ...", "bridge: ...", and for a fatal section its AER registers
+  ("aer_uncor_status: ...", "aer_uncor_severity: ...", "TLP Header: ..."); cper_print_mem
+  "error_status: ...", "physical_address:
   0x%016llx", cper_mem_err_location's "node:%d card:%d module:%d rank:%d bank:%d ... row:%d
   column:%d " (older kernels: "node: %d card: %d ...", and before cper_mem_err_location one
   "node: %d" field a line), "error_type: %d, %s" (mem_err_type_strs: "single-bit ECC",
@@ -20,13 +25,19 @@ Formats (torvalds/linux; the commit is the stored version the format was read at
 
 What a record means: fatal or recoverable is an uncorrected hardware error of the host, the
 firmware-first twin of a machine check (`machine_check`, as kernel_node.py labels the "mce:"
-lines). A corrected memory error is one corrected error, as one EDAC CE line is: it counts
-toward mcelog's per-DIMM trigger only where the record names the DIMM (a DIMM location, or the
-node/card/module triple). mcelog counts firmware-first corrected errors per DIMM (ghes.c
-apei_mce_report_mem_error hands them to it as machine-check records) and rasdaemon counts
-ghes_edac's per-DIMM mc_events; a record naming no DIMM cannot be charged to one, so it stays a
-report. Such a module is keyed "APEI ..." so that a host also running ghes_edac (which prints
-its own "EDAC MCn: 1 CE ..." line for the same error) never counts one error twice under one key.
+lines), unless every section that carries it is a PCIe one: that is an uncorrected PCIe error
+(`pcie_error`), not a CPU or memory fault. ghes.c @0237d7f355 ghes_do_proc hands a recoverable
+PCIe section that holds the device's id and AER registers to the AER driver (aer_recover_queue),
+which recovers the device and prints its own AER lines naming it; a fatal record is
+GHES_SEV_PANIC: the kernel panics. A corrected PCIe record stays a report, as every corrected
+record naming no DIMM does. A corrected memory error is one corrected error, as one EDAC CE line
+is: it counts toward mcelog's per-DIMM trigger only where the record names the DIMM (a DIMM
+location, or the node/card/module triple). mcelog counts firmware-first corrected errors per
+DIMM (ghes.c apei_mce_report_mem_error hands them to it as machine-check records) and rasdaemon
+counts ghes_edac's per-DIMM mc_events; a record naming no DIMM cannot be charged to one, so it
+stays a report. Such a module is keyed "APEI ..." so that a host also running ghes_edac (which
+prints its own "EDAC MCn: 1 CE ..." line for the same error) never counts one error twice under
+one key.
 """
 
 from __future__ import annotations
@@ -41,6 +52,7 @@ from timeline.models import EventKind, Severity
 
 RECORD = re.compile(r"^\{(?P<rec>\d{1,10})\}\[Hardware Error\]: ?(?P<body>.*)$")
 REPORT = "hardware_error_report"  # a corrected (or informational) record: no fault alone
+PCIE = "pcie_error"  # an uncorrected record whose uncorrected sections are all PCIe ones
 UNCORRECTED = frozenset({"fatal", "recoverable"})
 
 _SOURCE = re.compile(r"Hardware error from APEI Generic Hardware Error Source: (?P<src>\d+)")
@@ -50,6 +62,9 @@ _TYPE = re.compile(r"^section_type: (?P<type>[\w/ ]+?) error$")
 _ADDRESS = re.compile(r"^physical_address: (?P<pa>0x[0-9a-fA-F]+)$")
 _MEM_TYPE = re.compile(r"^error_type: (?P<n>\d+), (?P<what>.+)$")
 _DIMM = re.compile(r"^DIMM location: (?P<where>.+?)\s*$")
+# cper_print_pcie's "device_id: %04x:%02x:%02x.%x" (segment, bus, device, function); its
+# "vendor_id: 0x%04x, device_id: 0x%04x" line starts with vendor_id and is not this one
+_PCIE_DEVICE = re.compile(r"^device_id: (?P<dev>[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7])$")
 _FIELD = re.compile(
     r"\b(?P<k>node|card|module|rank|bank|bank_group|bank_address|device|row|column|"
     r"bit_position|chip_id): ?(?P<v>\d{1,10})(?=\s|$)"
@@ -57,7 +72,10 @@ _FIELD = re.compile(
 _QUIET = re.compile(  # lines of a record read but not kept
     r"^(?:It has been corrected by h/w|error_status:|physical_address_mask:|fru_(?:id|text):|"
     r"(?:precise|imprecise) tstamp:|processor_|operation:|flags:|level:|version_info:|IP:|"
-    r"requestor_id:|responder_id:|target_address:|error_type: 0x|[a-z ]+ error(?:,|$))"
+    r"requestor_id:|responder_id:|target_address:|error_type: 0x|[a-z ]+ error(?:,|$)|"
+    # cper_print_pcie's other lines
+    r"port_type:|version:|command:|slot:|secondary_bus:|vendor_id:|class_code:|serial number:|"
+    r"bridge:|aer_uncor_(?:status|severity):|TLP Header:)"
 )
 _DIMM_KEY = ("node", "card", "module")  # what names one module (rank, bank, row: within it)
 
@@ -102,6 +120,8 @@ def read_record(bodies: list[str]) -> dict[str, Any]:
             f["memory_error_type"] = m["what"].strip()
         elif m := _DIMM.match(body):
             f["dimm_location"] = m["where"].removeprefix("not present. ")
+        elif m := _PCIE_DEVICE.match(body):
+            f.setdefault("pcie_device", m["dev"])
         elif found := _FIELD.findall(body):
             f["location"].update({k: int(v) for k, v in found})
         elif not _QUIET.match(body):
@@ -109,10 +129,17 @@ def read_record(bodies: list[str]) -> dict[str, Any]:
     return f
 
 
-def _message(f: dict[str, Any], sev: str, module: str | None) -> str:
+def _pcie_only(sections: list[dict[str, Any]]) -> bool:
+    """Whether the sections that carry a record's uncorrected error (those of uncorrected or
+    unstated severity) are all PCIe ones, and there is one."""
+    carrying = [s for s in sections if s.get("severity", "fatal") in UNCORRECTED]
+    return bool(carrying) and all(s.get("type") == "PCIe" for s in carrying)
+
+
+def _message(f: dict[str, Any], sev: str, place: str | None) -> str:
     kinds = [s["type"] for s in f["sections"] if s.get("type")] or ["hardware"]
     what = f" ({f['memory_error_type']})" if f.get("memory_error_type") else ""
-    where = f" on {module}" if module else ""
+    where = f" on {place}" if place else ""
     src = f.get("source_id")
     tail = f" (APEI GHES source {src})" if src is not None else " (APEI GHES)"
     return f"[Hardware Error]: {sev} {', '.join(kinds)} error{what}{where}{tail}"
@@ -120,8 +147,9 @@ def _message(f: dict[str, Any], sev: str, module: str | None) -> str:
 
 def ghes_record(bodies: list[str]) -> Match | None:
     """One GHES record (the bodies of its lines, in order) as one event: an uncorrected error
-    is a machine check, a corrected memory error naming its DIMM one CE report of that module
-    (kernel_edac.FAULT), anything else a report. None for no lines."""
+    is a machine check (a PCIe error when only PCIe sections carry it), a corrected memory
+    error naming its DIMM one CE report of that module (kernel_edac.FAULT), anything else a
+    report. None for no lines."""
     if not bodies:
         return None
     f = read_record(bodies)
@@ -133,7 +161,13 @@ def ghes_record(bodies: list[str]) -> Match | None:
     if not f["unread"]:
         del payload["unread"]
     payload |= {"text": "\n".join(bodies), "ghes_severity": sev}
-    if sev in UNCORRECTED:
+    place = module
+    if sev in UNCORRECTED and _pcie_only(f["sections"]):
+        # not the CPU's or memory's: the device it names (read by the kernel_ghes_pcie rules)
+        payload["fault"] = PCIE
+        place = f.get("pcie_device")
+        level = Severity.CRITICAL if sev == "fatal" else Severity.ERROR
+    elif sev in UNCORRECTED:
         payload["fault"] = MACHINE_CHECK
         if module and memory:
             payload["module"] = module
@@ -144,4 +178,4 @@ def ghes_record(bodies: list[str]) -> Match | None:
     else:
         payload["fault"] = REPORT
         level = Severity.INFO if sev in ("corrected", "info") else Severity.WARNING
-    return Match(EventKind.OTHER, _message(f, sev, module), None, level, None, payload)
+    return Match(EventKind.OTHER, _message(f, sev, place), None, level, None, payload)
