@@ -24,8 +24,6 @@ from __future__ import annotations
 import random
 import re
 import zlib
-from functools import cache
-from typing import Any
 
 import pytest
 
@@ -34,7 +32,8 @@ from correlator.explain.hosts import NCCL_PREFIX, prefix_hosts
 from correlator.explain.readers import reads_fault
 from correlator.explain.wrappers import undelivered
 from tests.correlator.corpus_open import KNOWN_TRAINING_MISSES, OPEN_ROUNDS
-from tests.correlator.test_explain_corpus import CORPUS, TRAINING
+from tests.correlator.metamorphic_params import case_text, original_verdict
+from tests.correlator.test_explain_corpus import TRAINING
 
 VARIANTS = (0, 1)
 
@@ -138,22 +137,11 @@ CHECKED = [
 ]
 
 
-@cache
-def _text(file: str) -> str:
-    return (CORPUS / file).read_text("utf-8")
-
-
-@cache
-def _original(file: str) -> tuple[Any, Any, Any]:
-    got = explain_text(_text(file))
-    return got.category, got.blame, (got.node or "").lower()
-
-
 QUALIFYING = [
     (c["file"], v)
     for c in CHECKED
     for v in VARIANTS
-    if interleaved(_text(c["file"]), c["file"], v) is not None
+    if interleaved(case_text(c["file"]), c["file"], v) is not None
 ]
 
 
@@ -170,17 +158,19 @@ QUALIFYING = [
     ],
 )
 def test_the_verdict_holds_whichever_stream_arrives_first(file: str, variant: int) -> None:
-    merged = interleaved(_text(file), file, variant)
+    merged = interleaved(case_text(file), file, variant)
     assert merged is not None
     got = explain_text(merged)
-    assert (got.category, got.blame, (got.node or "").lower()) == _original(file)
+    category, blame, node = original_verdict(file)
+    want = (category, blame, (node or "").lower())
+    assert (got.category, got.blame, (got.node or "").lower()) == want
 
 
 @pytest.mark.parametrize("file", sorted({f for f, _ in QUALIFYING}))
 def test_a_merge_keeps_every_line_and_each_streams_order(file: str) -> None:
     # the same lines, each stream's in its own order, the unnamed ones between the same
     # neighbours' streams (booleans only: a failing assert must not print the text)
-    text = _text(file)
+    text = case_text(file)
     units = _units(text)
     assert units is not None
     for variant in VARIANTS:

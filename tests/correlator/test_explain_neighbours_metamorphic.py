@@ -14,16 +14,14 @@ from __future__ import annotations
 
 import random
 import re
-from functools import cache
 from typing import Any
 
 import pytest
 
 from correlator.explain import explain_text
 from tests.correlator.host_rename import token
-from tests.correlator.metamorphic_params import variant_params
+from tests.correlator.metamorphic_params import case_text, original_verdict, variant_params
 from tests.correlator.neighbour_lines import neighbours, with_neighbours
-from tests.correlator.test_explain_corpus import CORPUS
 from tests.correlator.test_explain_host_rename_metamorphic import NAMED
 
 VARIANTS = (0, 1)
@@ -32,25 +30,15 @@ VARIANTS = (0, 1)
 SKIPPED: dict[tuple[str, int], str] = {}
 
 
-@cache
-def _text(file: str) -> str:
-    return (CORPUS / file).read_text("utf-8")
-
-
-@cache
-def _original(file: str) -> tuple[Any, Any, Any]:
-    got = explain_text(_text(file))
-    return got.category, got.blame, got.node
-
-
 @pytest.mark.parametrize(
     ("case", "variant"),
     variant_params(((c, v) for c in NAMED for v in VARIANTS), SKIPPED),
 )
 def test_the_culprit_stays_among_healthy_neighbours(case: dict[str, Any], variant: int) -> None:
-    category, blame, node = _original(case["file"])
+    category, blame, node = original_verdict(case["file"])
     assert (node or "").lower() == case["node"].lower()  # right before the neighbours came
-    got = explain_text(with_neighbours(_text(case["file"]), case["file"], case["node"], variant))
+    changed = with_neighbours(case_text(case["file"]), case["file"], case["node"], variant)
+    got = explain_text(changed)
     assert (got.category, got.blame, (got.node or "").lower()) == (category, blame, node.lower())
 
 
@@ -58,7 +46,7 @@ def test_the_culprit_stays_among_healthy_neighbours(case: dict[str, Any], varian
 def test_the_neighbours_are_other_hosts_and_the_failing_lines_stay(case: dict[str, Any]) -> None:
     # every original line is still there in order, each neighbour is named and none is the
     # culprit (booleans only: a failing assert must not print the text)
-    text = _text(case["file"])
+    text = case_text(case["file"])
     for variant in VARIANTS:
         out = with_neighbours(text, case["file"], case["node"], variant)
         added = out.splitlines()

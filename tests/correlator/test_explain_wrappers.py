@@ -12,15 +12,7 @@ from collector.parse.joblog import parse_job_text
 from correlator.explain import explain_text
 from correlator.explain.readers import read_events
 from correlator.explain.wrappers import undelivered
-
-ILLEGAL = "RuntimeError: CUDA error: an illegal memory access was encountered"
-ECC = "RuntimeError: CUDA error: uncorrectable ECC error encountered"
-XID = "NVRM: Xid (PCI:0000:3b:00): 79, pid=2841, name=python, GPU has fallen off the bus."
-TIMEOUT = (
-    "[E ProcessGroupNCCL.cpp:563] [Rank 3] Watchdog caught collective operation timeout: "
-    "WorkNCCL(SeqNum=4521, OpType=ALLREDUCE, NumelIn=1048576, NumelOut=1048576, "
-    "Timeout(ms)=600000) ran for 600043 milliseconds before timing out."
-)
+from tests.correlator.wrapper_lines import ECC, ILLEGAL, TIMEOUT, XID
 
 
 @pytest.mark.parametrize(

@@ -13,15 +13,8 @@ import pytest
 
 from correlator.explain import explain_text
 from correlator.explain.wrappers import undelivered
+from tests.correlator.wrapper_lines import ECC, ILLEGAL, TIMEOUT, XID
 
-ILLEGAL = "RuntimeError: CUDA error: an illegal memory access was encountered"
-ECC = "RuntimeError: CUDA error: uncorrectable ECC error encountered"
-XID = "NVRM: Xid (PCI:0000:3b:00): 79, pid=2841, name=python, GPU has fallen off the bus."
-TIMEOUT = (
-    "[E ProcessGroupNCCL.cpp:563] [Rank 3] Watchdog caught collective operation timeout: "
-    "WorkNCCL(SeqNum=4521, OpType=ALLREDUCE, NumelIn=1048576, NumelOut=1048576, "
-    "Timeout(ms)=600000) ran for 600043 milliseconds before timing out."
-)
 _FB_TAG = "kube.var.log.containers.trainer-0_ml_pytorch-5d1e.log"
 
 
