@@ -12,7 +12,6 @@ cases are read here; their texts are never printed (ids are file names and conve
 from __future__ import annotations
 
 import re
-from functools import cache
 from typing import Any
 
 import pytest
@@ -21,8 +20,8 @@ from correlator.explain import explain_text
 from correlator.explain.hosts import host_in_line
 from tests.correlator.corpus_open import KNOWN_TRAINING_MISSES, OPEN_ROUNDS
 from tests.correlator.host_rename import CONVENTIONS, Renaming, rename, token
-from tests.correlator.metamorphic_params import variant_params
-from tests.correlator.test_explain_corpus import CORPUS, TRAINING
+from tests.correlator.metamorphic_params import case_text, original_verdict, variant_params
+from tests.correlator.test_explain_corpus import TRAINING
 
 # Cases whose original verdict is wrong are not asserted on (a metamorphic test of a wrong
 # answer would freeze the error).
@@ -37,18 +36,8 @@ PAIRS = [(c, name) for c in NAMED for name in CONVENTIONS]
 SKIPPED: dict[tuple[str, str], str] = {}
 
 
-def _text(case: dict[str, Any]) -> str:
-    return (CORPUS / case["file"]).read_text("utf-8")
-
-
-@cache
-def _original(file: str) -> tuple[Any, Any, Any]:
-    got = explain_text((CORPUS / file).read_text("utf-8"))
-    return got.category, got.blame, got.node
-
-
 def _renamed(case: dict[str, Any], convention: str) -> Renaming:
-    return rename(_text(case), case["file"], case["node"], CONVENTIONS[convention])
+    return rename(case_text(case["file"]), case["file"], case["node"], CONVENTIONS[convention])
 
 
 @pytest.mark.parametrize(
@@ -56,7 +45,7 @@ def _renamed(case: dict[str, Any], convention: str) -> Renaming:
     variant_params(PAIRS, SKIPPED),
 )
 def test_the_culprit_follows_the_renamed_host(case: dict[str, Any], convention: str) -> None:
-    category, blame, node = _original(case["file"])
+    category, blame, node = original_verdict(case["file"])
     assert (node or "").lower() == case["node"].lower()  # right before the renaming
     renamed = _renamed(case, convention)
     got = explain_text(renamed.text)
@@ -68,7 +57,7 @@ def test_the_renaming_renames_the_culprit(case: dict[str, Any]) -> None:
     # the truth's host is gone from the text under every convention, and its new name is there
     for name in CONVENTIONS:
         renamed = _renamed(case, name)
-        new = renamed.of(_original(case["file"])[2])
+        new = renamed.of(original_verdict(case["file"])[2])
         # booleans only: a failing assert must not print the text
         there, left = (
             bool(new and new in renamed.text),
