@@ -180,14 +180,12 @@ ROUND36_OPEN: dict[str, str] = {}
 # tests/correlator/test_explain_host_conventions_matrix.py).
 ROUND37_OPEN: dict[str, str] = {}
 # Round thirty-eight's new training cases that the rules of 2dfb24e get wrong, each with the
-# reason (strict, as ROUND37_OPEN was).
-ROUND38_OPEN: dict[str, str] = {
-    "929_pyxis-nvidia-container-cli-command-not-found.txt": (
-        "pyxis's enroot hook failure '[ERROR] Command not found: nvidia-container-cli' "
-        "(98-nvidia.sh exited with return code 1) is read as a node fault with blame unknown; "
-        "the label, the node's NVIDIA container toolkit missing, blames the node"
-    ),
-}
+# reason (strict, as ROUND37_OPEN was). 929 (pyxis's enroot hook failure "[ERROR] Command not
+# found: nvidia-container-cli", 98-nvidia.sh exiting with return code 1) is covered by
+# pyxis.json's enroot_nvidia_hook_no_container_cli, read from its source (NVIDIA/enroot
+# conf/hooks/98-nvidia.sh and src/common.sh: the node lacks the NVIDIA container toolkit;
+# tests/correlator/test_rules_emitters_enroot_hooks.py).
+ROUND38_OPEN: dict[str, str] = {}
 # every round's open training misses with their reasons: the metamorphic tests leave them out
 OPEN_ROUNDS = {
     **{f: "round twelve: written before the rules that cover it" for f in ROUND12_OPEN},
