@@ -10,9 +10,15 @@ driver blames the node; an image or option the job gave does not. Never a corpus
 
 from __future__ import annotations
 
+import json
+import re
+import time
+from importlib import resources
+
 import pytest
 
 from correlator.explain import explain_text
+from correlator.rules import emitters
 
 _P = "slurmstepd: error: pyxis: "
 _START = f"{_P}container start failed with error code: 1\n{_P}printing enroot log file:\n"
@@ -117,3 +123,13 @@ def test_the_uvm_warning_alone_leaves_a_failed_start_unblamed() -> None:
     )
     assert explain_text(_hook(warn)).blame == "unknown"
     assert explain_text(f"{warn}\n").blame == "node"
+
+
+def test_the_registry_404_rule_stays_linear_on_a_line_of_many_manifest_paths() -> None:
+    # a tag is one path segment: a greedy tag would retry every "/manifests/" (quadratic)
+    family = json.loads(resources.files(emitters).joinpath("pyxis.json").read_text("utf-8"))
+    (rule,) = [r for r in family["rules"] if r["name"] == "enroot_image_not_in_registry"]
+    line = "[ERROR] URL https://r" + "/manifests/a" * 20_000 + " returned error code: 500"
+    start = time.monotonic()
+    assert re.search(rule["pattern"], line) is None
+    assert time.monotonic() - start < 0.5
