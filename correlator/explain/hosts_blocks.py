@@ -26,8 +26,13 @@ names the node of the "=" lines below it, and so is `kubectl describe node`: its
 names the node of its sections, up to where kubectl's output of it ends (describe_node_spans).
 
 Where a block ends, its host ends: ClusterShell, Ansible and pssh print nothing after their last
-block, so that one runs to the next header, Ansible banner or shell prompt; a Hydra block ends
-at its first line without "="; a describe block at describeNode's last line.
+block, so that one runs to the next header, Ansible banner, shell prompt (bash's, zsh's, fish's
+or SUSE's, as hosts_fields reads them) or, for ClusterShell, the return codes its _close_common
+prints after the gathered blocks (cea-hpc/clustershell lib/ClusterShell/CLI/Clush.py
+@c09f82763b2b: "clush: %s: exited with exit code %d", "clush: %s: command timeout"); a Hydra
+block ends at its first line without "="; a describe block at describeNode's last line.
+Ansible's ad-hoc "rc=N >>" blocks and pssh -i's print no end mark (minimal.py; psshlib/task.py
+report), so with no prompt after them the last block still runs to the end of the text.
 """
 
 from __future__ import annotations
@@ -35,6 +40,7 @@ from __future__ import annotations
 import re
 
 from correlator.explain.hosts import clean_host
+from correlator.explain.hosts_fields import FISH_PROMPT, SUSE_PROMPT, SUSE_ROOT_PROMPT, ZSH_PROMPT
 
 _SEP = re.compile(r"^(?P<ind>\s*)-{15}\s*$")  # ClusterShell's Display.SEP, exactly 15 dashes
 # the node set line: one node ("gpu-07"), a folded set ("gpu[01-03] (3)", "a,b (2)") or a
@@ -62,12 +68,32 @@ _HEADERS: tuple[re.Pattern[str], ...] = (
 _JSON_RESULT = frozenset({1, 2})  # the _HEADERS whose result follows as JSON (" => ")
 # lines that end a block without opening another: Ansible's banners ("TASK [x] ****", "PLAY
 # RECAP ****"), a shell prompt (the paste went on with another command): bash's "user@host:dir$"
-# or the bare "$ command" a paste shows a typed command with (bash's PS1 ends in "\$ ")
+# or the bare "$ command" a paste shows a typed command with (bash's PS1 ends in "\$ "), and
+# clush's return codes, printed after its last gathered block
 _ENDS = re.compile(
     r"^(?:(?:PLAY|TASK|RUNNING HANDLER|PLAY RECAP)\b.*\*{3,}\s*$"
     r"|\s*(?:\([\w.-]+\)\s*)?\[?[\w.-]+@[\w.-]+[: ][^\n#$%]*?[#$%](?:\s|$)"
-    r"|\$ \S)"
+    r"|\$ \S"
+    r"|clush: \S+(?: \(\d+\))?: (?:exited with exit code -?\d+|command timeout)\s*$)"
 )
+# the other shells' default prompts (hosts_fields: zsh's "gpu-07% ", fish's "user@host ~/dir> ",
+# SUSE's "user@host:dir> " and root's "host:dir # "), tried one by one as each has its own host
+# group; a bare zsh prompt is too like a word with a percent sign, so it ends a block only with
+# a command typed after it, the others also bare (a paste drops the prompt's trailing space)
+_PROMPTS = (
+    re.compile(ZSH_PROMPT + r"\S"),
+    re.compile(FISH_PROMPT),
+    re.compile(SUSE_PROMPT),
+    re.compile(SUSE_ROOT_PROMPT),
+)
+
+
+def _ends_block(line: str) -> bool:
+    """Whether `line` ends a block without opening another: a banner, a prompt, clush's rc."""
+    if _ENDS.match(line):
+        return True
+    bare = line.rstrip() + " "
+    return any(p.match(bare) for p in _PROMPTS)
 
 
 _MARKS = ("-" * 15, " | ", ": [", " [SUCCESS] ", " [FAILURE] ")
@@ -127,7 +153,7 @@ def block_hosts(lines: list[str]) -> list[str | None]:
             opened = line.rstrip().endswith("{")
             host = head[0] if opened or not head[1] else None
             in_json = head[1] and opened
-        elif in_json or not _ENDS.match(line):
+        elif in_json or not _ends_block(line):
             out[i] = host
             if in_json and line.rstrip() == "}":
                 host, in_json = None, False

@@ -224,3 +224,52 @@ def test_a_failure_in_a_fan_out_tools_last_block_still_names_its_host(
 ) -> None:
     got = explain_text(FAN_OUT[tool] + FAILURES[failure] + "\n")
     assert (got.blame, got.node) == ("node", "gpu-n07"), got.explanation
+
+
+# the other default prompts hosts_fields reads (zsh "%m%# ", fish "user@host dir> ", SUSE's
+# bash "user@host:dir> " and root's "host:dir # "), with a command typed or, but for zsh's,
+# bare as a paste shows them with the trailing space dropped
+PROMPTS = {
+    "suse": "alice@login01:~/run> kubectl logs trainer-0\n",
+    "suse_bare": "alice@login01:~/run>\n",
+    "suse_root": "login01:~ # kubectl logs trainer-0\n",
+    "suse_root_bare": "login01:/root #\n",
+    "fish": "alice@login01 ~/run> kubectl logs trainer-0\n",
+    "fish_bare": "alice@login01 ~>\n",
+    "zsh": "login01% kubectl logs trainer-0\n",
+    "zsh_root": "login01# kubectl logs trainer-0\n",
+}
+
+
+@pytest.mark.parametrize("prompt", sorted(PROMPTS))
+@pytest.mark.parametrize("tool", sorted(FAN_OUT))
+def test_a_suse_fish_or_zsh_prompt_ends_a_fan_out_tools_last_block(tool: str, prompt: str) -> None:
+    got = explain_text(FAN_OUT[tool] + PROMPTS[prompt] + ECC + "\n")
+    assert (got.category, got.blame, got.node) == ("gpu_hardware", "node", None), got.explanation
+
+
+@pytest.mark.parametrize("prompt", sorted(PROMPTS))
+def test_a_prompt_after_a_failure_inside_a_block_leaves_the_failure_its_host(prompt: str) -> None:
+    got = explain_text(FAN_OUT["clush_b"] + ECC + "\n" + PROMPTS[prompt])
+    assert (got.blame, got.node) == ("node", "gpu-n07"), got.explanation
+
+
+# ClusterShell's _close_common (lib/ClusterShell/CLI/Clush.py) prints the non-zero return codes
+# and timeouts after the gathered blocks: "clush: %s: exited with exit code %d", "clush: %s:
+# command timeout", a node set of several nodes followed by " (%d)"
+CLUSH_CLOSE = {
+    "exit_code": "clush: gpu-n07: exited with exit code 1\n",
+    "several_nodes": "clush: gpu-n[07-08] (2): exited with exit code 255\n",
+    "timeout": "clush: gpu-n08: command timeout\n",
+}
+
+
+@pytest.mark.parametrize("close", sorted(CLUSH_CLOSE))
+def test_clushs_return_code_lines_end_its_last_block(close: str) -> None:
+    got = explain_text(FAN_OUT["clush_b"] + CLUSH_CLOSE[close] + ECC + "\n")
+    assert (got.category, got.blame, got.node) == ("gpu_hardware", "node", None), got.explanation
+
+
+def test_a_failure_in_clushs_last_block_keeps_its_host_above_the_return_codes() -> None:
+    got = explain_text(FAN_OUT["clush_b"] + ECC + "\n" + CLUSH_CLOSE["exit_code"])
+    assert (got.blame, got.node) == ("node", "gpu-n07"), got.explanation
