@@ -126,3 +126,7 @@ VALIDATION_32_SHA256 = "9f5c0d99e30fcb7a5682ff281d8e080866a811d71cb86df436a1ea0a
 # the 10 sorted new sources after random.Random(66).shuffle, drawn before any rule of round
 # thirty-eight and scored once with the rules of 2dfb24e): never move a case in or out.
 VALIDATION_33_SHA256 = "e84abd412740ce0ae0a3b53645c712ea85b862802f92f258768ca8c076344cbf"
+# sha256 of the sorted validation_34 sources (round thirty-nine's held-out split: the first half of
+# the 10 sorted new sources after random.Random(68).shuffle, drawn before any rule of round
+# thirty-nine and scored once with the rules of 43e269d): never move a case in or out.
+VALIDATION_34_SHA256 = "0da9422850b631e3325447c4dbae1002215abac497949cf53589866c5f7cd70c"
