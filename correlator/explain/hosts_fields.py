@@ -171,6 +171,12 @@ MARKS = (
 # names its node, as the recurring prefix does
 NAMED_PATTERNS: tuple[re.Pattern[str], ...] = (
     re.compile(r"^\s*slurmstepd-" + _H + r": "),
+    # MVAPICH2's PRINT_ERROR prefix "[%s][%s] " (output prefix, function; kumattau/mvapich2
+    # src/mpid/ch3/channels/common/include/debug_utils.h @7b3539c4): an mpispawn's
+    # "<gethostname()>:mpispawn_<id>" (src/pm/mpirun/mpispawn.c) or a rank's
+    # "<host>:mpi_rank_<rank>" (src/mpid/ch3/channels/common/src/ft/cr.c); never mpirun_rsh's
+    # "<host>:mpirun_rsh", the launching host, which reports other nodes' aborts
+    re.compile(r"^\s*\[" + _H + r":(?:mpispawn(?:_wa|_mig)?|mpi_rank)_\d+\]\[\w+\] "),
     re.compile(r"(?<![\w/])Node/" + _H + r"(?=\s|$)"),
     re.compile(r"^\s*Local host:\s+" + _H + r"\s*$"),
     re.compile(r"\bSetting node " + _H + r" state to INVAL with reason:"),
