@@ -6,6 +6,7 @@ from collections.abc import Iterator
 
 from correlator.explain.evidence import quoted_evidence
 from correlator.explain.hosts import own_addresses
+from correlator.explain.hosts_ranks import rank_hosts
 from correlator.explain.models import ExplainInputError, Explanation
 from correlator.explain.readers import read_delivered
 from correlator.explain.reasoning import (
@@ -89,7 +90,8 @@ def _explained(text: str, pieces: dict[str, str]) -> Explanation | None:
     conclusion = conclude(findings(events))
     if conclusion is None:
         return None
-    node = node_of(conclusion, hosts, own_addresses(delivered.lines), suspects=suspects)
+    owners = {**rank_hosts(delivered.lines), **own_addresses(delivered.lines)}
+    node = node_of(conclusion, hosts, owners, suspects=suspects)
     gpu, index = gpu_of(conclusion)
     job, user = job_and_user(conclusion)
     evidence = quoted_evidence(conclusion, delivered, pieces, node)

@@ -7,6 +7,7 @@ from dataclasses import dataclass, replace
 
 from collector.parse.joblog import leading_ts
 from correlator.explain.hosts import distinct
+from correlator.explain.hosts_ranks import unresolved_rank
 from correlator.explain.readers_edac import edac_ce_storms
 from correlator.rules import caused_by, classify_event
 from correlator.rules.checks import shows_fault, with_cause
@@ -170,10 +171,16 @@ def node_of(
     `suspects` (those of `text_hosts` that the text may show at fault, all of them when not
     given); never a host that only printed a timeout or a peer's failure (None when the text
     does not settle it). `addresses` maps an address to the host that the text shows owns it
-    (hosts.own_addresses)."""
-    named = [f for f in conclusion.support if f.verdict.culprit]
+    (hosts.own_addresses) or where a rank ran (hosts_ranks.rank_hosts)."""
+    addresses = addresses or {}
+    # a peer named by rank whose host the text does not show names no node
+    named = [
+        f
+        for f in conclusion.support
+        if f.verdict.culprit and not unresolved_rank(f.verdict.culprit, addresses)
+    ]
     if named:
-        links = first_links(named, distinct(text_hosts), addresses or {})
+        links = first_links(named, distinct(text_hosts), addresses)
         if _independent_nodes(conclusion.verdict, links):
             return None
         peer = most_named([p for p, _ in links]) or first_named(links)

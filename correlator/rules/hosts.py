@@ -113,3 +113,15 @@ def peer_host(value: str | None) -> str | None:
             return None
         return f"{host}%{zone}" if zone else host
     return host
+
+
+# A peer that an emitter names by its MPI rank, not its host (MVAPICH2's handle_cqe "Msg from
+# %d", "dest rank=%d"): the culprit carries this marker and the rank, which names no host until
+# the text shows where that rank ran (correlator/explain/hosts_ranks.py); a space keeps it from
+# ever reading as a host name.
+RANK_PEER = "mpi rank "
+
+
+def rank_peer(rank: str | None) -> str | None:
+    """The culprit marker for the peer MPI rank `rank` (digits), else None."""
+    return f"{RANK_PEER}{int(rank)}" if rank and rank.isdigit() else None

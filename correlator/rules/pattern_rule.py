@@ -6,7 +6,7 @@ import re
 from dataclasses import dataclass, replace
 
 from correlator.rules import signals
-from correlator.rules.hosts import peer_host
+from correlator.rules.hosts import peer_host, rank_peer
 from correlator.rules.needles import needles_of
 from correlator.rules.xid import xid_info, xid_verdict
 from correlator.taxonomy import Blame, Category, Verdict
@@ -108,6 +108,8 @@ class PatternRule:
         if self.culprit == "printer_names_peer":
             return replace(base, at_printer=True, peer_named=peer_host(groups.get("peer")))
         peer = peer_host(groups.get("peer")) if self.culprit.startswith("peer") else None
+        if self.culprit == "peer" and groups.get("peer_rank"):
+            peer = rank_peer(groups["peer_rank"])  # a rank: hosts_ranks.py tells its host
         at_printer = self.culprit == "printer" or (self.culprit == "peer_or_printer" and not peer)
         return replace(base, culprit=peer, at_printer=at_printer)
 

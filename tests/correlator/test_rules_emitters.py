@@ -39,7 +39,10 @@ def test_every_family_names_its_sources_and_every_rule_its_meaning() -> None:
             assert rule.culprit in culprits
             assert rule.reason in {"", "exit", "xid", "xid_mention"}
             if "peer" in rule.culprit:
-                assert "peer" in rule.regex.groupindex, rule.name
+                # the peer's host, or (culprit "peer" only) the peer's MPI rank
+                groups = rule.regex.groupindex
+                ranked = rule.culprit == "peer" and "peer_rank" in groups
+                assert "peer" in groups or ranked, rule.name
 
 
 EXAMPLES = [

@@ -163,3 +163,41 @@ def test_the_cleanup_signal_abort_of_a_bystander_spawn_names_no_node() -> None:
         "aborted: MPISPAWN got cleanup signal (7)\n"
     )
     assert explain_text(text).node is None
+
+
+# Where the peer rank ran, the text shows it: its own "[host:mpi_rank_N]" lines or its
+# mpispawn's child_handler report for rank N
+_PEER_CRASH = (
+    "[node0412:mpi_rank_3][error_sighandler] Caught error: Segmentation fault (signal 11)\n",
+    "[node0412:mpispawn_1][child_handler] MPI process (rank: 3, pid: 4411) terminated with "
+    "signal 9 -> abort job\n",
+)
+
+
+@pytest.mark.parametrize("peer_line", _PEER_CRASH)
+@pytest.mark.parametrize("victim_first", [True, False])
+def test_the_peer_ranks_host_is_named_never_the_rank_that_saw_its_completions_fail(
+    peer_line: str, victim_first: bool
+) -> None:
+    victim = _wc_error("gpu-a-07", 5, 3, "transport retry counter exceeded")
+    got = explain_text(victim + peer_line if victim_first else peer_line + victim)
+    assert got.node == "node0412", got.explanation
+
+
+def test_a_peer_rank_whose_host_the_text_does_not_show_names_no_node() -> None:
+    # rank 7 is shown on its host, rank 3 (the peer) nowhere
+    text = (
+        "[gpu-b-03:mpi_rank_7][error_sighandler] Caught error: Segmentation fault (signal 11)\n"
+        + _wc_error("gpu-a-07", 5, 3, "transport retry counter exceeded")
+    )
+    assert explain_text(text).node is None
+
+
+def test_a_rank_shown_on_two_hosts_names_neither() -> None:
+    # two jobs' output in one text: rank 3 ran on both hosts, so which one is not known
+    text = (
+        "[node0412:mpi_rank_3][MPIDI_CH3_Abort] Fatal error in MPI_Init\n"
+        "[gpu-b-03:mpi_rank_3][MPIDI_CH3_Abort] Fatal error in MPI_Init\n"
+        + _wc_error("gpu-a-07", 5, 3, "transport retry counter exceeded")
+    )
+    assert explain_text(text).node is None

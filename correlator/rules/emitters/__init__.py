@@ -6,6 +6,8 @@ text) and the verdict that the emitter's documented meaning gives it:
 
     {"name", "pattern", "means", "category", "blame", "confidence", "priority", "summary",
      "action", optional "root_cause" (default true), "culprit" ("printer" | "peer" | "none"),
+     "culprit" "peer" may capture the peer's MPI rank in group `peer_rank` instead of its host
+     (named where the text shows where that rank ran, explain/hosts_ranks.py),
      "culprit" may also be "peer_or_printer" (the named peer, else the host that logged it),
      or "printer_names_peer" (the host that logged it; the peer group is kept as peer_named),
      "reason" ("exit" | "xid": the verdict comes from the signal reasoner or the Xid catalog;
