@@ -21,7 +21,14 @@ MPI_TAG = re.compile(
     rf"^(?:{CTIME})?(?:\[[\w.@-]{{1,64}},\d{{1,7}}\]"
     r"(?:\[(?P<h>[A-Za-z0-9][\w.-]{0,62}):\d{1,10}\])?)?<std(?:out|err|diag)>: ?"
 )
-RAY = re.compile(r"^\((?:raylet|(?:[^\s()]{1,200} )?pid=\d{1,10})(?:, ip=(?P<h>[\w.:-]{1,64}))?\) ")
+# Ray's worker prefix: "({actor or task name} pid={pid}, ip={ip}) ", the actor's own __repr__
+# in its name's place where its class defines one ("(MyActor(index=2) pid=482120) ", Ray's
+# "Customizing prefixes for Actor logs", https://docs.ray.io/en/latest/ray-observability/
+# user-guides/configure-logging.html)
+RAY = re.compile(
+    r"^\((?:raylet|(?:[^\s()]{1,200}(?:\([^()\n]{0,200}\))? )?pid=\d{1,10})"
+    r"(?:, ip=(?P<h>[\w.:-]{1,64}))?\) "
+)
 # Determined's task log line: "[time] <container id, 8 wide or 8 spaces> [rank=N] || LEVEL: "
 DETERMINED = re.compile(
     rf"^\[{RFC3339}\] (?:[\w.-]{{1,8}}| {{8}}) (?:\[rank=(?P<rank>\d{{1,7}})\] )?\|\|(?: |$)"

@@ -155,9 +155,12 @@ _LINE_PATTERNS: tuple[re.Pattern[str], ...] = (
     # SGE qacct "hostname     node008" and ORTE's old "  hostname:  gpu-07"
     re.compile(r"^\s*hostname(?::\s*|\s+)(?P<h>[A-Za-z0-9][\w.-]*)\s*$"),
     # Ray: "Memory on the node (IP: 10.0.0.7, ID: ...)", "(ID: ..., IP: 10.0.0.7)",
-    # "(raylet, ip=10.0.0.7)" / "(MyActor pid=12, ip=10.0.0.7)" prefixes, an actor error's "ip: ..."
+    # "(raylet, ip=10.0.0.7)" / "(MyActor pid=12, ip=10.0.0.7)" prefixes (an actor's __repr__
+    # in its name's place: "(MyActor(index=2) pid=12, ip=...)", delivery.RAY), "ip: ..."
     re.compile(r"\bIP: (?P<h>\d{1,3}(?:\.\d{1,3}){3})[,)]"),
-    re.compile(r"^\s*\((?:raylet|[\w.]+ pid=\d+|pid=\d+), ip=(?P<h>[\w.:-]+)\)"),
+    re.compile(
+        r"^\s*\((?:raylet|[\w.]+(?:\([^()\n]{0,200}\))? pid=\d+|pid=\d+), ip=(?P<h>[\w.:-]+)\)"
+    ),
     re.compile(r"^\s*ip:\s+(?P<h>\d{1,3}(?:\.\d{1,3}){3})\s*$"),
     # HPE Cray MPICH's abort prefix (ofiwg/libfabric#10072): "MPICH ERROR [Rank 12] [job id 1.0]
     # [Mon Mar  4 10:00:00 2024] [nid001234] - Abort(1) ...", an "[unknown]" field sometimes first
