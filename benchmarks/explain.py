@@ -95,10 +95,12 @@ thirty-six's new cases, measured before round thirty-six changed any rule
 on every split of the corpus with round thirty-seven's new cases, measured before round
 thirty-seven changed any rule (benchmarks/explain_round36.json), "round37": the figures the
 rules of main at 2dfb24e scored on every split of the corpus with round thirty-eight's new cases,
-measured before round thirty-eight changed any rule (benchmarks/explain_round37.json), and
+measured before round thirty-eight changed any rule (benchmarks/explain_round37.json),
 "round38": the figures the rules of main at 43e269d scored on every split of the corpus with round
 thirty-nine's new cases, measured before round thirty-nine changed any rule
-(benchmarks/explain_round38.json).
+(benchmarks/explain_round38.json), and "round39": the figures the rules of main at 177c3d1 scored
+on every split of the corpus, measured before round forty changed any rule
+(benchmarks/explain_round39.json).
 "validation_3": a second held-out split gathered in round three from sources no other case
 uses, labelled and scored with round two's rules before any rule of round three was written;
 "validation_4": a third one, gathered in round eight from sources no other case uses, labelled
@@ -193,7 +195,7 @@ _HERE = Path(__file__).resolve().parent
 # key "roundN" reads benchmarks/explain_roundN.json.
 _FROZEN = (
     ("before", _HERE / "explain_before.json"),
-    *((f"round{i}", _HERE / f"explain_round{i}.json") for i in (1, 2, 3, 4, 5, *range(7, 39))),
+    *((f"round{i}", _HERE / f"explain_round{i}.json") for i in (1, 2, 3, 4, 5, *range(7, 40))),
 )
 # the held-out splits in the order they were drawn (there is no validation_2: the second one,
 # gathered in round three, is validation_3)
