@@ -130,3 +130,7 @@ VALIDATION_33_SHA256 = "e84abd412740ce0ae0a3b53645c712ea85b862802f92f258768ca8c0
 # the 10 sorted new sources after random.Random(68).shuffle, drawn before any rule of round
 # thirty-nine and scored once with the rules of 43e269d): never move a case in or out.
 VALIDATION_34_SHA256 = "0da9422850b631e3325447c4dbae1002215abac497949cf53589866c5f7cd70c"
+# sha256 of the sorted validation_35 sources (round forty's held-out split: the first half of the
+# 10 sorted new sources after random.Random(70).shuffle, drawn before any rule of round forty and
+# scored once with the rules of 177c3d1): never move a case in or out.
+VALIDATION_35_SHA256 = "4769638d503f73bf4fd410dfeeed3c5017258a67f4523b686bfaea23725cad35"
