@@ -190,15 +190,16 @@ ROUND38_OPEN: dict[str, str] = {}
 # reason (strict, as ROUND38_OPEN was): none, all five score right at first sight.
 ROUND39_OPEN: dict[str, str] = {}
 # Round forty's new training cases that the rules of 177c3d1 get wrong at first sight, each with
-# the reason (strict, as ROUND39_OPEN was).
-ROUND40_OPEN: dict[str, str] = {
-    "947_kuberay-gpu-pod-unexpected-admission-error.txt": (
-        "a pod status in YAML (`reason: UnexpectedAdmissionError`, `Pod Allocate failed ... unable"
-        " to find GPU device allocation by scheduler, which is unexpected`) is read as a node"
-        " fault with blame unknown; labelled node/node, the GPU device allocation failing at"
-        " the kubelet's admission"
-    ),
-}
+# the reason (strict, as ROUND39_OPEN was). 947 (a pod status in YAML, reason
+# UnexpectedAdmissionError, "Pod Allocate failed due to pod <uid> container <name> unable to find
+# GPU device allocation by scheduler, which is unexpected") is covered by kubelet.json's
+# admission_device_allocation_failed, read from its sources (kubernetes/kubernetes
+# pkg/kubelet/cm/admission/errors.go's "Allocate failed due to %v, which is unexpected" and
+# kubelet.go rejectPod's "Pod " + message, around the node's device allocation failing:
+# cm/devicemanager/manager.go's own errors, a GPU-sharing allocator not finding the scheduler's
+# per-container decision as Project-HAMi/HAMi's device plugin server.go looks it up;
+# tests/correlator/test_rules_emitter_formats_kubelet.py).
+ROUND40_OPEN: dict[str, str] = {}
 # every round's open training misses with their reasons: the metamorphic tests leave them out
 OPEN_ROUNDS = {
     **{f: "round twelve: written before the rules that cover it" for f in ROUND12_OPEN},

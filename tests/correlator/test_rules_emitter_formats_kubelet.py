@@ -6,25 +6,31 @@ evictionMessage ("The node was low on resource: %v. " + "Threshold quantity: %v,
 lifecycle/predicate.go's InsufficientResourceError ("Node didn't have enough resource: %s,
 requested: %d, used: %d, capacity: %d", reason "OutOf" + resource), the device manager's
 "Allocate failed due to %v, which is unexpected" (reason UnexpectedAdmissionError; its errors from
-cm/devicemanager/manager.go), the container status kubectl describe prints for an OOM kill
-(Reason: OOMKilled, Exit Code: 137) and kuberuntime's back-off ("Back-off restarting failed
-container %s in pod %s", format.Pod's "name_namespace(uid)"). Each behind the forms kubectl shows
-events in (describe's "Type Reason Age From Message" row, get events' row) and filled with
-resource names (memory, ephemeral-storage, inodes, pids, nvidia.com/gpu, MIG profiles), quantities
-in the forms resource.Quantity prints, and container/pod names of several styles.
+cm/devicemanager/manager.go and a GPU-sharing allocator's scheduler-decision lookup; kubelet.go
+rejectPod's pod status "Pod " + message beside spec.nodeName), the container status kubectl
+describe prints for an OOM kill (Reason: OOMKilled, Exit Code: 137) and kuberuntime's back-off
+("Back-off restarting failed container %s in pod %s", format.Pod's "name_namespace(uid)"). Each
+behind the forms kubectl shows events in (describe's "Type Reason Age From Message" row, get
+events' row) and filled with resource names (memory, ephemeral-storage, inodes, pids,
+nvidia.com/gpu, MIG profiles), quantities in the forms resource.Quantity prints, and container/pod
+names of several styles.
 """
 
 from __future__ import annotations
 
 import pytest
 
-from tests.correlator.emitter_probe import Fmt, check, params
+from tests.correlator.emitter_probe import HOSTS, Fmt, check, params
 
 _K8S = "kubernetes/kubernetes"
 _EVICT = f"{_K8S} pkg/kubelet/eviction/helpers.go"
 _PRED = f"{_K8S} pkg/kubelet/lifecycle/predicate.go"
 _DM = f"{_K8S} pkg/kubelet/cm/devicemanager/manager.go"
 _RUNTIME = f"{_K8S} pkg/kubelet/kuberuntime/kuberuntime_manager.go"
+_REJECT = f"{_K8S} pkg/kubelet/kubelet.go rejectPod"
+# a scheduler-decided GPU share looked up by the node's allocator (kubelet.json's sources: HAMi
+# server.go's design; the vendor wording as reported in ray-project/kuberay issue 1414)
+_SHARE = "Project-HAMi/HAMi pkg/device-plugin/nvidiadevice/nvinternal/plugin/server.go"
 HOOM, NODE, SCHED = ("oom_host", "job"), ("node", "node"), ("scheduler", "infra")
 USER = ("user_code", "job")
 GPU_UNKNOWN, GPU_NODE = ("gpu_hardware", "unknown"), ("gpu_hardware", "node")
@@ -42,6 +48,8 @@ _EVENT = (
     "  Warning  {reason}  41s (x7 over 5m2s)  kubelet, gpu-a-07  ",
     "12m         Warning   {reason}   pod/{name}   ",
 )
+_UIDS = ("7c1b2e55-0d7a-4b8e-9f3a-1b2c3d4e5f60", "0f4c6a0e-5d3b-41f7-a2c9-77e1d0c8b9aa")
+_LEADS = ("Pod ", "Pod was rejected: ")
 _NAMES = ("train-job-0", "llama3-70b-worker-2", "pytorchjob-mnist-master-0")
 _MEM = ("100Mi", "1Gi", "512Mi", "5%", "750000Ki")
 _USED = ("30Gi", "15728640Ki", "1.5Gi", "2131921Ki", "64G")
@@ -115,6 +123,35 @@ ADMISSION = [
           desc=("failed to allocate devices", "connection error: desc = \"transport: Error while "
                 "dialing dial unix /var/lib/kubelet/device-plugins/nvidia-gpu.sock: connect: "
                 "connection refused\"", "context deadline exceeded")),
+    # the device manager's own failures to allocate on the node (manager.go): node/node
+    event("alloc-unregistered", _DM, "UnexpectedAdmissionError", "Allocate failed due to cannot "
+          "allocate unregistered device {res}, which is unexpected", NODE, res=_GPU_RES),
+    event("alloc-unknown-plugin", _DM, "UnexpectedAdmissionError", "Allocate failed due to unknown "
+          "Device Plugin {res}, which is unexpected", NODE, res=_GPU_RES),
+    event("alloc-no-containers", _DM, "UnexpectedAdmissionError", "Allocate failed due to no "
+          "containers return in allocation response &AllocateResponse{{ContainerResponses:[]"
+          "*ContainerAllocateResponse{{}},}}, which is unexpected", NODE),
+    event("alloc-less", _DM, "UnexpectedAdmissionError", "Allocate failed due to unexpectedly "
+          "allocated less resources than required. Requested: {r}, Got: {g}, which is unexpected",
+          NODE, r=(2, 8, 4), g=(1, 7, 0)),
+    # a GPU-sharing allocator on the node not finding the scheduler's decision for a container
+    event("alloc-scheduler-decision", _SHARE, "UnexpectedAdmissionError", "Allocate failed due to "
+          "pod {uid} container {c} unable to find GPU device allocation by scheduler, which is "
+          "unexpected", NODE, uid=_UIDS, c=CONTAINERS),
+]  # fmt: skip
+
+# kubelet.go rejectPod: the pod's status message is "Pod " + message ("Pod was rejected: " +
+# message in newer kubelets), as `kubectl get pod -o yaml` folds it; spec.nodeName names the node
+_STATUS = "spec:\n  nodeName: {node}\nstatus:\n  message: {lead}Allocate failed due to {body}"
+STATUS = [
+    Fmt("status-scheduler-decision", _REJECT, _STATUS + ", which is unexpected\n  phase: Failed\n"
+        "  reason: UnexpectedAdmissionError\n", {"node": HOSTS, "lead": _LEADS, "body": tuple(
+            f"pod {u} container\n    {c} unable to find GPU device allocation by scheduler"
+            for u, c in zip(_UIDS * 3, CONTAINERS, strict=False))},
+        NODE, culprit="node"),
+    Fmt("status-unregistered", _REJECT, _STATUS + ", which\n    is unexpected\n  phase: Failed\n"
+        "  reason: UnexpectedAdmissionError\n", {"node": HOSTS, "lead": _LEADS, "body": tuple(
+            "cannot allocate unregistered device " + r for r in _GPU_RES)}, NODE, culprit="node"),
 ]  # fmt: skip
 
 _DESCRIBE_STATUS = (
@@ -146,7 +183,7 @@ BACKOFF = [
         {"code": (1, 2, 255)}, USER),
 ]  # fmt: skip
 
-FORMATS = EVICTION + ADMISSION + OOM + BACKOFF
+FORMATS = EVICTION + ADMISSION + STATUS + OOM + BACKOFF
 
 
 @pytest.mark.parametrize(("fmt", "text", "node"), params(FORMATS))
