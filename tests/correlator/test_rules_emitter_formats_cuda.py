@@ -84,6 +84,9 @@ _TABLE = """
     CUDA-capable device(s) is/are busy or unavailable
 52 cudaErrorMissingConfiguration - JOB
     __global__ function call is not configured
+# 53 and 902-910: texts as HIP copies them (ROCm/clr hipamd/src/hip_error.cpp, CUDA's strings)
+53 cudaErrorPriorLaunchFailure - JOB
+    unspecified launch failure in prior launch
 98 cudaErrorInvalidDeviceFunction - JOB
     invalid device function
 100 cudaErrorNoDevice CUDA_ERROR_NO_DEVICE NODE
@@ -229,12 +232,24 @@ _TABLE = """
     operation not permitted when stream is capturing
 901 cudaErrorStreamCaptureInvalidated CUDA_ERROR_STREAM_CAPTURE_INVALIDATED JOB
     operation failed due to a previous error during capture
+902 cudaErrorStreamCaptureMerge CUDA_ERROR_STREAM_CAPTURE_MERGE JOB
+    operation would result in a merge of separate capture sequences
 903 cudaErrorStreamCaptureUnmatched CUDA_ERROR_STREAM_CAPTURE_UNMATCHED JOB
     capture was not ended in the same stream as it began
+904 cudaErrorStreamCaptureUnjoined CUDA_ERROR_STREAM_CAPTURE_UNJOINED JOB
+    capturing stream has unjoined work
+905 cudaErrorStreamCaptureIsolation CUDA_ERROR_STREAM_CAPTURE_ISOLATION JOB
+    dependency created on uncaptured work in another stream
+906 cudaErrorStreamCaptureImplicit CUDA_ERROR_STREAM_CAPTURE_IMPLICIT JOB
+    operation would make the legacy stream depend on a capturing blocking stream
 907 cudaErrorCapturedEvent CUDA_ERROR_CAPTURED_EVENT JOB
     operation not permitted on an event last recorded in a capturing stream
+908 cudaErrorStreamCaptureWrongThread CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD JOB
+    attempt to terminate a thread-local capture sequence from another thread
 909 cudaErrorTimeout CUDA_ERROR_TIMEOUT USAGE
     wait operation timed out
+910 cudaErrorGraphExecUpdateFailure CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE JOB
+    the graph update was not performed because it included changes which violated constraints specific to instantiated graph update
 911 cudaErrorExternalDevice CUDA_ERROR_EXTERNAL_DEVICE ENV
     an async error has occured in external entity outside of CUDA
 912 cudaErrorInvalidClusterSize CUDA_ERROR_INVALID_CLUSTER_SIZE JOB
@@ -242,7 +257,7 @@ _TABLE = """
 # 999: cuda.json: the GPU's; the node blamed where cuInit itself failed
 999 cudaErrorUnknown CUDA_ERROR_UNKNOWN UNKNOWN
     unknown error
-"""
+"""  # noqa: E501
 
 _VERDICTS: dict[str, frozenset[tuple[str | None, str]]] = {
     "JOB": frozenset({JOB}),
