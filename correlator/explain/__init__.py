@@ -87,10 +87,10 @@ def readings(text: str) -> Iterator[tuple[str, dict[str, str]]]:
 def _explained(text: str, pieces: dict[str, str]) -> Explanation | None:
     """The explanation of `text`, or None; `pieces`: a joined line's lines as pasted."""
     events, hosts, delivered, suspects = read_delivered(text)
-    conclusion = conclude(findings(events))
+    owners = {**rank_hosts(delivered.lines), **own_addresses(delivered.lines)}
+    conclusion = conclude(findings(events), owners)
     if conclusion is None:
         return None
-    owners = {**rank_hosts(delivered.lines), **own_addresses(delivered.lines)}
     node = node_of(conclusion, hosts, owners, suspects=suspects)
     gpu, index = gpu_of(conclusion)
     job, user = job_and_user(conclusion)

@@ -9,6 +9,7 @@ from collector.parse.joblog import leading_ts
 from correlator.explain.hosts import distinct
 from correlator.explain.hosts_ranks import unresolved_rank
 from correlator.explain.readers_edac import edac_ce_storms
+from correlator.explain.reasoning_peers import fault_behind_transport
 from correlator.rules import caused_by, classify_event
 from correlator.rules.checks import shows_fault, with_cause
 from correlator.rules.signals import SELF_CRASH, after_crash, decode
@@ -46,8 +47,9 @@ def _rank(f: Finding) -> tuple[int, int, int, float]:
     return (int(v.root_cause), int(v.category is not None), v.priority, v.confidence)
 
 
-def conclude(found: list[Finding]) -> Conclusion | None:
-    """The most likely root cause (hardware over user code, causes over symptoms), or None."""
+def conclude(found: list[Finding], addresses: dict[str, str] | None = None) -> Conclusion | None:
+    """The most likely root cause (hardware over user code, causes over symptoms), or None;
+    `addresses` as for node_of (a peer named by address or rank -> its host)."""
     # Symptoms that name no kind of failure (a ChildFailedError, Xid 45 alone) are used only
     # when nothing else is there, so the answer can still say which rank and host died.
     found = teardown_after_crash(found)
@@ -58,6 +60,7 @@ def conclude(found: list[Finding]) -> Conclusion | None:
     found = causes_beside_checks(found)
     best = max(found, key=_rank)
     best = crash_behind_timeouts(best, found)
+    best, found = fault_behind_transport(best, found, addresses or {})
     key = (best.verdict.category, best.verdict.blame)
     floor = best.verdict.priority - 10  # same kind of failure and about as strong a sign
 

@@ -1,0 +1,187 @@
+"""A peer's own fault behind the InfiniBand errors that the hosts talking to it printed.
+
+When a rank's process dies (a crash signal, a CUDA error, its GPU, an OOM kill) its queue pairs
+go with it, and every host still sending to it gets no acknowledgement: after its transport
+retries it polls IBV_WC_RETRY_EXC_ERR (12), or IBV_WC_RNR_RETRY_EXC_ERR (13) when the peer
+stopped posting receives, for the work requests to that peer. Sources:
+- rdma-core libibverbs/verbs.c ibv_wc_status_str ("transport retry counter exceeded", "RNR
+  retry counter exceeded"); the Marvell FastLinQ user guide's RDMA error counters (AH0054602-00,
+  table 7-3): requester retry exceeded and RNR retries exceeded mean "the remote peer may have
+  stopped responding, or a network issue is preventing messages acknowledgment".
+- NVIDIA/nccl src/transport/net_ib.cc: WARN "NET/IB : Got completion from peer %s with error
+  %d" (later "with status=%d", then "status=%s(%d)") returns ncclRemoteError, which the NCCL
+  docs (user-guide/docs/api/types.html) define as "A call failed possibly due to a network error
+  or a remote process exiting prematurely"; printIbWcStatusHint reads IBV_WC_RETRY_EXC_ERR as a
+  timeout (NCCL_IB_TIMEOUT).
+So a victim's line alone cannot tell a dead peer from the fabric (today's interconnect verdict,
+kept), but when the peer it names shows its own fault in the same window, the fault is the
+cause and that peer the culprit; a host that merely printed the loss never is (issue #11).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+from correlator.rules import KIND_DEFAULTS, PATTERNS
+from correlator.rules.hosts import RANK_PEER
+from correlator.rules.signals import SELF_CRASH
+from correlator.taxonomy import Blame, Category, Verdict
+from timeline.models import EventKind
+
+if TYPE_CHECKING:
+    from correlator.explain.reasoning import Finding
+
+# The work-completion errors of the emitters (rules/emitters/ib_verbs.json, nccl.json): Open MPI
+# openib's handle_wc, MVAPICH2's handle_cqe, NCCL net_ib's "Got completion from peer", and the
+# verbs status texts UCX and others print.
+_VICTIM_RULES = {
+    "ib_wc_error",
+    "mvapich2_handle_cqe_wc_error_peer_rank",
+    "mvapich2_handle_cqe_wc_error",
+    "openib_error_polling_cq",
+    "nccl_ib_completion_from_peer",
+}
+_VICTIM_SUMMARIES = frozenset(r.summary for r in PATTERNS if r.name in _VICTIM_RULES)
+
+# The statuses that say the remote end stopped answering (12, 13) as each emitter prints them:
+# the verbs texts, openib's "RETRY EXCEEDED ERROR status number 12", MVAPICH2's "wc.status=12"
+# and "Got completion with error 12", NCCL's "with error 12," / "status=12" /
+# "status=IBV_WC_RETRY_EXC_ERR(12)". A flush (5) or a local error points at no peer.
+_PEER_LOST = re.compile(
+    r"retry count(?:er)? exceeded|RETRY_EXC_ERR|RETRY EXCEEDED ERROR"
+    r"|(?:status number |wc\.status=|status=|with error )1[23]\b",
+    re.IGNORECASE,
+)
+
+# A process's own end: a CUDA error of the program (the cuda family, the CUDA error kind), a
+# crash the kernel or the program's handler reports (segfault). A crash signal, an OOM kill or
+# a GPU fault that drains the node are read from the verdict itself (_fault).
+_CRASH_RULES = {
+    "segfault",
+    "kernel_process_crash",
+    "illegal_access",
+    "device_assert",
+    "launch_failure",
+}
+_FAULT_SUMMARIES = frozenset(
+    r.summary
+    for r in PATTERNS
+    if r.category is Category.USER_CODE
+    and (r.name in _CRASH_RULES or (r.family == "cuda" and r.root_cause))
+) | {KIND_DEFAULTS[EventKind.CUDA_ERROR].summary}
+
+# How far a peer's fault may be from the first loss of it, by the text's own clocks: the loss
+# comes after the death, by the transport's retries (NCCL_IB_TIMEOUT 20 is about 30 s in all; a
+# larger timeout minutes); a fault printed later than the hosts' clock skew is no cause of it.
+BEFORE_S = 600.0
+AFTER_S = 10.0
+
+
+def fault_behind_transport(
+    best: Finding, found: list[Finding], addresses: dict[str, str]
+) -> tuple[Finding, list[Finding]]:
+    """When the strongest sign is InfiniBand completions that lost a named peer, and that one
+    peer's own lines show a process fault in the same window, the fault (raised to the errors'
+    strength) and the findings with it; when several named peers show one, the errors with no
+    printer blamed; else `best` and `found` unchanged. `addresses` maps an address or a rank
+    marker to the host the text shows it on."""
+    v = best.verdict
+    if v.category is not Category.INTERCONNECT or not v.root_cause:
+        return best, found
+    support = [f for f in found if _same_kind(f.verdict, v)]
+    if not all(f.verdict.summary in _VICTIM_SUMMARIES for f in support):
+        return best, found  # a fault of a host's own HCA or link is shown beside them
+    lost = [
+        (p, f)
+        for f in support
+        if _PEER_LOST.search(f.event.raw or "")
+        if (p := _peer(f, addresses))
+    ]
+    printers = {f.event.node.lower() for f in support if f.event.node}
+    linked: dict[str, list[Finding]] = {}
+    for peer in {p.lower() for p, _ in lost} - printers:  # a printer lost peers itself
+        losses = [f for p, f in lost if p.lower() == peer]
+        faults = [g for g in found if _fault(g.verdict) and _on(g, peer) and _near(g, losses)]
+        if faults:
+            linked[peer] = faults
+    if len(linked) > 1:  # several peers faulted: no single culprit, and no printer is one
+        quiet = [replace(f, verdict=_unblamed(f.verdict)) if f in support else f for f in found]
+        return replace(best, verdict=_unblamed(v)), quiet
+    if not linked:
+        return best, found
+    faults = next(iter(linked.values()))
+    fault = max(faults, key=lambda g: (g.verdict.root_cause, g.verdict.priority))
+    shown = {id(g) for g in faults if g.verdict.category is fault.verdict.category}
+    raised = [_raised(g, v.priority) if id(g) in shown else g for g in found]
+    return _raised(fault, v.priority), raised
+
+
+def _same_kind(a: Verdict, b: Verdict) -> bool:
+    """Whether `a` supports `b` in conclude: the same kind of failure, about as strong."""
+    return (a.category, a.blame) == (b.category, b.blame) and a.priority >= b.priority - 10
+
+
+def _peer(f: Finding, addresses: dict[str, str]) -> str | None:
+    """The host the completion error's peer is, as the text shows it; None when unknown."""
+    named = f.verdict.peer_named or f.verdict.culprit
+    if not named:
+        return None
+    if named.startswith(RANK_PEER):
+        return addresses.get(named)  # a rank whose host the text does not show names none
+    return addresses.get(named.lower().split("%")[0]) or named
+
+
+def _same_host(peer: str, host: str) -> bool:
+    """Whether `host` is the peer (lower-case), or the peer is one of its interface names."""
+    h = host.lower()
+    return peer == h or peer.startswith(h + ".") or peer.startswith(h + "-")
+
+
+def _on(g: Finding, peer: str) -> bool:
+    """Whether the finding is the peer's own: printed there, or a launcher naming it."""
+    if g.verdict.culprit:
+        return _same_host(peer, g.verdict.culprit)
+    return g.verdict.at_printer and bool(g.event.node) and _same_host(peer, g.event.node or "")
+
+
+def _fault(v: Verdict) -> bool:
+    """Whether the verdict is a process's own end: a crash signal, a CUDA error, an OOM kill, a
+    GPU fault that drains the node. SIGKILL, SIGTERM, SIGABRT are left out: the launcher's
+    teardown after the victims' own abort looks so (signals.py), and a bare SIGKILL read as a
+    possible OOM kill is no OOM line of the kernel's."""
+    if v.signal is not None:
+        return v.signal in SELF_CRASH
+    if not v.root_cause:
+        return v.summary in _FAULT_SUMMARIES and v.category is Category.USER_CODE
+    if v.category in (Category.OOM_HOST, Category.OOM_GPU):
+        return True
+    if v.category is Category.GPU_HARDWARE:
+        return v.blame is Blame.NODE
+    return v.category is Category.USER_CODE and v.summary in _FAULT_SUMMARIES
+
+
+def _near(g: Finding, losses: list[Finding]) -> bool:
+    """Whether the fault is in the window of the first loss of its peer; True when either has
+    no clock in the text."""
+    from correlator.explain.reasoning import when  # reasoning imports this module
+
+    fault_at = when(g.event)
+    times = [t for f in losses if (t := when(f.event)) is not None]
+    if fault_at is None or not times:
+        return True
+    first = min(times)
+    return first - BEFORE_S <= fault_at <= first + AFTER_S
+
+
+def _raised(g: Finding, priority: int) -> Finding:
+    """The peer's fault as the cause of the losses it explains (a crash the kernel reports is
+    a symptom alone, but here the text shows what followed it), and as strong as they are."""
+    told = replace(g.verdict, root_cause=True, priority=max(g.verdict.priority, priority))
+    return replace(g, verdict=told)
+
+
+def _unblamed(v: Verdict) -> Verdict:
+    """A completion error that blames neither its printer nor the peer it names."""
+    return replace(v, at_printer=False, culprit=None, peer_named=None)
