@@ -103,7 +103,9 @@ _NANO_TS = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{7,9}")
 _QUOTE_MARK = re.compile(r"^ {0,3}(?:>[ \t]?){1,8}")
 _INDENT = re.compile(r"^[ \t]*")
 _SRUN = re.compile(r"^(?:P\d{1,4} )? {0,6}(?P<task>\d{1,7}): ")
-_HYDRA = re.compile(r"^\[\d{1,7}\] ")
+# Hydra's -prepend-rank "[N] "; pssh -i's status line opens with its own "[N] HH:MM:SS [SUCCESS]"
+# (krig/parallel-ssh psshlib/task.py report), the header of its host's block (hosts_blocks.py)
+_HYDRA = re.compile(r"^\[\d{1,7}\] (?!\d\d:\d\d:\d\d \[(?:SUCCESS|FAILURE)\] )")
 # a role name ("default", "trainer", "rank") in front of the rank is only torchrun's; a bare
 # "[1]:" is also how a ChildFailedError table numbers its failures
 _TORCHRUN = re.compile(r"^\[[A-Za-z_][\w.-]{0,31}?(?P<rank>\d{1,7})\]: ?")
