@@ -93,13 +93,15 @@ def fault_behind_transport(
     support = [f for f in found if _same_kind(f.verdict, v)]
     if not all(f.verdict.summary in _VICTIM_SUMMARIES for f in support):
         return best, found  # a fault of a host's own HCA or link is shown beside them
+    printers = {f.event.node.lower() for f in support if f.event.node}
+    if any(_own_link_fault(f, printers) for f in found):
+        return best, found  # a weaker one (a link down) on a printer explains its losses too
     lost = [
         (p, f)
         for f in support
         if _PEER_LOST.search(f.event.raw or "")
         if (p := _peer(f, addresses))
     ]
-    printers = {f.event.node.lower() for f in support if f.event.node}
     linked: dict[str, list[Finding]] = {}
     for peer in {p.lower() for p, _ in lost} - printers:  # a printer lost peers itself
         losses = [f for p, f in lost if p.lower() == peer]
@@ -131,6 +133,17 @@ def _peer(f: Finding, addresses: dict[str, str]) -> str | None:
     if named.startswith(RANK_PEER):
         return addresses.get(named)  # a rank whose host the text does not show names none
     return addresses.get(named.lower().split("%")[0]) or named
+
+
+def _own_link_fault(f: Finding, printers: set[str]) -> bool:
+    """Whether the finding is a fabric fault of its own host (a port or link down, a NIC
+    error) on a host that printed the losses, or on a host the text does not show."""
+    v = f.verdict
+    if v.category is not Category.INTERCONNECT or not v.root_cause or not v.at_printer:
+        return False
+    if v.summary in _VICTIM_SUMMARIES:
+        return False
+    return not f.event.node or f.event.node.lower() in printers
 
 
 def _same_host(peer: str, host: str) -> bool:

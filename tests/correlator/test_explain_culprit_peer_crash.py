@@ -141,6 +141,17 @@ def test_a_fault_of_the_printers_own_nic_keeps_the_interconnect_verdict() -> Non
     assert _verdict(text)[0] == "interconnect"
 
 
+def test_a_link_down_on_the_printer_keeps_the_interconnect_verdict() -> None:
+    # mlx5/core/en_main.c mlx5e_update_carrier "Link down" on hostA: its own link explains the
+    # losses as well as the peer's crash does, so nothing is linked
+    text = (
+        "Jun  1 10:00:00 hostA kernel: mlx5_core 0000:3b:00.0 ib0: Link down\n"
+        + _openib("hostA", "hostB")
+        + _SEGV
+    )
+    assert _verdict(text)[0] == "interconnect"
+
+
 @pytest.mark.parametrize("form", sorted(_NCCL_LOSS))
 def test_nccl_completion_from_a_peer_whose_cuda_failed_blames_the_peer(form: str) -> None:
     # the peer is named by address: hostB's own Bootstrap line owns 10.0.0.2
