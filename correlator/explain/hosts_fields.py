@@ -194,7 +194,7 @@ NAMED_PATTERNS: tuple[re.Pattern[str], ...] = (
 # the scraped target's address, the exporter pod's own in Kubernetes, and is not taken)
 MORE_PATTERNS: tuple[re.Pattern[str], ...] = (
     re.compile(r"^\s*(?:salloc|srun)(?:\.exe)?: Nodes " + _H + r" are ready for job\b"),
-    re.compile(r"^\s*Linux " + _H + r" \d+\.\d+\.\d+[\w.+~-]* #\d+"),
+    re.compile(r"^\s*Linux " + _H + r" \d+\.\d+\.\d[\w.+~-]* #\d+"),
     re.compile(r"^\s*(?:export\s+)?SLURMD_NODENAME=" + _H + r"\s*$"),
     re.compile(r"^\s*(?:export\s+)?SLURM_(?:JOB_)?NODELIST=" + _H + r"\s*$"),
     re.compile(r"^\s*-\s+(?:[Hh]ostname|host|node|nodename)\s+=\s+" + _H + r"\s*$"),

@@ -112,7 +112,7 @@ HARDWARE: tuple[PatternRule, ...] = (
         # "nvidia-smi GPU %s needs reset (pending remapping %v)" / "nvml GPU %s ...", later
         # "%s needs reset (detected pending row remapping)", its suggested action "row
         # remapping pending requires GPU reset or system reboot")
-        r"(Remapping|Pending)\s*(Pending)?\s*:\s*Yes|row remapping pending|"
+        r"(Remapping|Pending)\s*(?:(Pending)\s*)?:\s*Yes|row remapping pending|"
         r"New row marked for remapping|"
         r"needs reset \((?:pending remapping true|detected pending row remapping)\)",
         GPU,
