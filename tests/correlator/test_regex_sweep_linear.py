@@ -1,0 +1,134 @@
+"""Every regex the project runs on text a cluster user can print stays about linear on long
+adversarial lines (benchmarks/regex_sweep.py: the emitter rules' patterns, the collector's and
+correlator's module-level patterns and the literal patterns their functions pass to re.*)."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from benchmarks import regex_sweep
+from benchmarks.regex_sweep import Found, all_patterns, sweep, sweep_one
+
+pytestmark = pytest.mark.slow
+
+# 8,000 characters and 32 ms: the same bar as 0.2 s at 20,000 for a quadratic pattern
+# ((8/20)^2 * 0.2), at a length that keeps the sweep near a minute on two shared cores.
+SIZE = 8_000
+LIMIT = 0.032
+
+# Patterns the sweep of 29 Nov 2026 found slow and left as they are, each with its worst
+# shape (prefix + unit repeated) and why it stays; a new slow pattern fails the sweep.
+# Mostly "A.*B" and "A[^x]*B" retried from every occurrence of A in one line: quadratic in
+# how often A repeats, so a line must repeat the pattern's own literal thousands of times.
+KNOWN_SLOW = {
+    # emitter rules
+    "cuda.json:cxx_cuda_exception_oom": "bounded {0,300}?x{0,300}? after ^: ratio ~2.5",
+    "fabric.json:mpich_ofi_poll_canceled": "'OFI poll failed (' repeated",
+    "fabric.json:mpich_ofi_poll_truncated": "'OFI poll failed (' repeated",
+    "ib_verbs.json:mlx5_cmd_timeout": "its literal repeated",
+    "ib_verbs.json:ucx_transport_gave_up": "'UCX ERROR' + blanks, bounded .{0,120}?",
+    "kubelet.json:evict_node_disk": "'The node had condition: [' repeated",
+    "kubelet.json:evict_node_pids": "'The node had condition: [' repeated",
+    "linux_kernel.json:kernel_process_crash": r"'[0]' repeated: \b\S+ from every boundary",
+    "mpi.json:hydra_control_socket_closed": "its literal repeated",
+    "nccl.json:nccl_ib_completion_from_peer": r"'NET/IB' repeated: [\w/]* from each",
+    "nccl.json:nccl_init_invalid_argument": "its literal repeated",
+    "nhc.json:nhc_azure_ib": "check name + blanks, bounded .{0,300}?",
+    "node_problem_detector.json:npd_health_checker_unhealthy": r"'a-' repeated: \b[\w-]+",
+    "nvsentinel.json:nvsentinel_gpu_fallen_off": "'SysLogsGPUFallenOff;' repeated, .*?",
+    "nvsentinel.json:nvsentinel_sxid": "';SysLogsSXIDError' repeated, .*?",
+    "nvsentinel.json:nvsentinel_xid": "';SysLogsXIDError' repeated, .*?",
+    "os_errors.json:os_mount_disconnected": "'cannot create ' repeated",
+    "parallelcluster.json:pcluster_insufficient_capacity": "its literal repeated",
+    "pytorch.json:tcpstore_recv_failed": r"'recv' repeated: \w* from each",
+    "slurm.json:sacct_failed_exit_status": "'State=FAILED' repeated, [^\\n]*?",
+    "slurm.json:sacct_failed_signal": "'State=FAILED' repeated, [^\\n]*?",
+    # the built-in rules (correlator/rules/patterns_*.py) as explain's readers hold them
+    "correlator.explain.readers.PATTERNS<gpu_lost>.regex": "its literal repeated, .*",
+    "correlator.explain.readers.PATTERNS<uncorrectable_ecc>.regex": "'ECC error' repeated, .*",
+    "correlator.explain.readers.PATTERNS<dcgm_diag_fail>.regex": "'dcgmi diag' repeated, .*",
+    "correlator.explain.readers.PATTERNS<pcie_aer>.regex": "'AER:' repeated, .*",
+    "correlator.explain.readers.PATTERNS<ib_completion>.regex": "'IBV_WC_' repeated",
+    "correlator.explain.readers.PATTERNS<ib_port>.regex": "'mlx5_' + digits, .{0,60}",
+    # module-level patterns (the agent's parsers cut a line at MAX_LINE, 8,192 characters)
+    "collector.parse.joblog_cuda._CUDA_ERR": "'cudaError' repeated",
+    "collector.parse.kernel_host._INVOKED": "'(' repeated after gfp_mask=",
+    "collector.parse.kernel_rules._FALLEN[3]": "'NVRM: ' repeated, (?:.*\\s)?",
+    "collector.parse.kernel_rules._GSP[2]": "'NVRM: ' repeated, .*",
+    "collector.parse.kernel_rules._GSP[3]": "'NVRM: GSP' repeated, .*.*",
+    "collector.parse.kernel_rules._GSP[4]": "'heartbeatNVRM: ' repeated, .*.*",
+    "collector.parse.kernel_rules._NVLINK": "'knvlink' repeated, .*.*",
+    "collector.parse.kernel_rules._RESET": "'NVRM: ' repeated, .*",
+    "collector.parse.kernel_rules._XID": "'NVRM: Xid (' repeated",
+    "collector/parse/kernel_rules.py:136": "_GSP[3]'s text, compiled on call",
+    "collector/parse/kernel_rules.py:137": "_GSP[4]'s text, compiled on call",
+    "collector/parse/kernel_rules.py:143": "_NVLINK's text, compiled on call",
+    "collector/slurm/hostlist.py:65": "unreachable: _split_top refuses an unclosed '[' first",
+    "correlator.explain.evidence._ENTRY": "blanks before '[': \\s* from every position",
+    "correlator.explain.evidence._FIELD": "blanks / '_' runs: \\s*[a-z_]+\\s*",
+    "correlator.explain.evidence._READ_FIELDS": "blanks: \\s* from every position",
+    "correlator.explain.hosts._LINE_PATTERNS[23]": "lazy then greedy [\\w.-] around a letter",
+    "correlator.explain.readers_gpu._DIAG_ROW": "blanks in a '| a |' row: lazy cell + \\s*",
+    "correlator.explain.wrappers_aggregators._LOKI_PAIR": "letters: bounded {0,127}, ratio ~2",
+    "correlator.rules.xid._RECOVERY_RE": "its literal repeated, .*?",
+    "correlator/rules/xid.py:77": "_RECOVERY_RE's text, compiled on call",
+    # under the bar at this length but growing about as the square (or noisy near it)
+    "cuda.json:tf_check_ok_out_of_memory": "'Non-OK-status: ' repeated",
+    "device_plugin.json:dp_go_panic_in_plugin_rpc": "'GetDevicePluginOptions' repeated",
+    "kubelet.json:evict_memory": "'Failed to admit pod has conditions: ' repeated",
+    "linux_kernel.json:kernel_io_error": "'XFS (' + 'x=' repeated",
+    "mpi.json:mpich_exit_string": "'TERMINATED WITH THE EXIT STRING: ' repeated",
+    "pytorch.json:c10d_network_error": "'c10d' + 'TCPStore' repeated",
+    "collector.parse.joblog_more._EXITS[11][1]": "mpich_exit_string's shape",
+    "collector.parse.joblog_rules._WATCHDOG": "'...WorkNCCL(' repeated, .*?",
+    "collector.parse.kernel_host._AER_BUS": "'PCIe Bus Error: severity=' repeated",
+    "collector.parse.kernel_rules._SXID": "'nvidia-nvswitch: SXid (' repeated",
+    "collector/parse/kernel_rules.py:135": "'NVRM: ' repeated, .*",
+    "correlator.explain.readers.PATTERNS<node_fail>.regex": "'a:' repeated",
+    "correlator.explain.readers.PATTERNS<nvlink>.regex": "'NVLink' repeated, .*",
+}
+
+
+def test_every_pattern_on_untrusted_text_stays_linear_on_repeated_fragments() -> None:
+    patterns = [f for f in all_patterns() if f.where not in KNOWN_SLOW]
+    slow = sweep(SIZE, LIMIT, patterns)
+    assert not slow, "\n".join(
+        f"{s.where} {s.pattern[:120]!r} on {s.prefix[:40]!r} + {s.unit!r}*N: "
+        f"{s.seconds:.3f}s at {s.size}, x{s.ratio:.1f} from half"
+        for s in slow
+    )
+
+
+def test_the_sweep_reads_every_rule_and_the_parsers_module_patterns() -> None:
+    places = {f.where for f in all_patterns()}
+    assert sum(1 for p in places if ".json:" in p) >= 590  # each emitter rule (distinct text)
+    assert "collector.parse.joblog_rules._NCCL_WARN" in places
+    assert "correlator.explain.readers.PATTERNS<fallen_off_bus>.regex" in places
+    assert "collector/parse/joblog_rules.py:187" in places  # re.search(r"...") in a function
+
+
+def test_each_known_slow_entry_still_names_a_pattern_the_sweep_reads() -> None:
+    places = {f.where for f in all_patterns()}
+    assert sorted(set(KNOWN_SLOW) - places) == []
+
+
+# Two rules as they were before the sweep fixed them (launchers.json, kubelet.json)
+QUADRATIC_BEFORE = [
+    r"(?:exit(?:ed)?|return(?:ed)?|terminated)(?: with)?(?: exit)? (?:code|status)(?: of)?"
+    r"\s*[=:]?\s*(?P<code>-?\d+)\b",
+    r"CrashLoopBackOff|Back-off (?:\d+\S* )?restarting failed container",
+]
+
+
+@pytest.mark.parametrize("pattern", QUADRATIC_BEFORE, ids=["generic_exit_status", "crashloop"])
+def test_the_sweep_flags_a_rule_as_it_was_before_its_quadratic_fix(pattern: str) -> None:
+    slow = sweep_one(Found("before", re.compile(pattern, re.I)), SIZE, LIMIT)
+    assert slow is not None
+    assert slow.ratio > 2.5  # about 4 at twice the length: quadratic
+
+
+def test_a_repeat_site_pumps_its_body_after_the_text_that_leads_to_it() -> None:
+    shapes = set(regex_sweep.lines_for(re.compile(r"Back-off (?:\d+\S* )?restarting"), SIZE))
+    assert ("Back-off ", "0") in shapes
