@@ -26,7 +26,8 @@ HARDWARE: tuple[PatternRule, ...] = (
     _p(
         "gpu_lost",
         r"GPU is lost|GpuIsLost|NVML_ERROR_GPU_IS_LOST|Unable to determine the device handle for "
-        r"(GPU|gpu)\s*\S*:\s*Unknown Error|cudaErrorDevicesUnavailable.*lost",
+        r"(GPU|gpu)\s*\S*:\s*Unknown Error|"
+        r"(?<![^\n])(?>[^\n]*?cudaErrorDevicesUnavailable).*lost",
         GPU,
         Blame.NODE,
         action=_DRAIN + "; reboot if reset fails",
@@ -36,8 +37,11 @@ HARDWARE: tuple[PatternRule, ...] = (
     ),
     _p(
         "uncorrectable_ecc",
-        r"uncorrectable ECC error|ECC error.*uncorrectable|CUDA_ERROR_ECC_UNCORRECTABLE|"
-        r"cudaErrorECCUncorrectable|double[- ]bit ECC error|\bDBE\b.*error",
+        # "A.*B" tried once a line, from its first A ((?>...)): a failure there is a failure
+        # from every later A on the line, which made a line repeating A quadratic
+        r"uncorrectable ECC error|(?<![^\n])(?>[^\n]*?ECC error).*uncorrectable|"
+        r"CUDA_ERROR_ECC_UNCORRECTABLE|cudaErrorECCUncorrectable|double[- ]bit ECC error|"
+        r"(?<![^\n])(?>[^\n]*?\bDBE\b).*error",
         GPU,
         Blame.NODE,
         action=_DRAIN + " (row remap applies at reset)",
@@ -96,7 +100,8 @@ HARDWARE: tuple[PatternRule, ...] = (
     ),
     _p(
         "dcgm_diag_fail",
-        r"dcgmi diag.*\bfail|\|\s*(Memory|Diagnostic|PCIe|SM Stress|Targeted Stress|Targeted Power|"
+        r"(?<![^\n])(?>[^\n]*?dcgmi diag).*\bfail|"
+        r"\|\s*(Memory|Diagnostic|PCIe|SM Stress|Targeted Stress|Targeted Power|"
         r"Memory Bandwidth|EUD|Pulse Test|Memtest|NVBandwidth|Software|Context Create|"
         r"Deployment)\s*\|\s*Fail",
         GPU,
@@ -124,7 +129,8 @@ HARDWARE: tuple[PatternRule, ...] = (
     ),
     _p(
         "pcie_aer",
-        r"AER:.*(Uncorrected|Fatal)|PCIe Bus Error.*(Uncorrected|Fatal)",
+        r"(?<![^\n])(?>[^\n]*?AER:).*(Uncorrected|Fatal)|"
+        r"(?<![^\n])(?>[^\n]*?PCIe Bus Error).*(Uncorrected|Fatal)",
         GPU,
         Blame.NODE,
         action="drain the node and check the GPU's PCIe slot/riser",

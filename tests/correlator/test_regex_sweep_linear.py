@@ -40,10 +40,6 @@ KNOWN_SLOW = {
     "os_errors.json:os_mount_disconnected": "'cannot create ' repeated",
     "parallelcluster.json:pcluster_insufficient_capacity": "its literal repeated",
     # the built-in rules (correlator/rules/patterns_*.py) as explain's readers hold them
-    "correlator.explain.readers.PATTERNS<gpu_lost>.regex": "its literal repeated, .*",
-    "correlator.explain.readers.PATTERNS<uncorrectable_ecc>.regex": "'ECC error' repeated, .*",
-    "correlator.explain.readers.PATTERNS<dcgm_diag_fail>.regex": "'dcgmi diag' repeated, .*",
-    "correlator.explain.readers.PATTERNS<pcie_aer>.regex": "'AER:' repeated, .*",
     "correlator.explain.readers.PATTERNS<ib_completion>.regex": "'IBV_WC_' repeated",
     "correlator.explain.readers.PATTERNS<ib_port>.regex": "'mlx5_' + digits, .{0,60}",
     # module-level patterns (the agent's parsers cut a line at MAX_LINE, 8,192 characters)
