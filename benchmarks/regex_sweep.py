@@ -129,7 +129,8 @@ def _literal_call_patterns() -> Iterator[Found]:
                     and isinstance(node.args[0].value, str)
                 ):
                     continue
-                at = {"sub": 3, "split": 2}.get(node.func.attr, 2)
+                # where flags sits among the positional arguments
+                at = {"compile": 1, "sub": 4, "split": 3}.get(node.func.attr, 2)
                 flag_arg = node.args[at] if len(node.args) > at else None
                 for kw in node.keywords:
                     flag_arg = kw.value if kw.arg == "flags" else flag_arg

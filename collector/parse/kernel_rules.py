@@ -125,16 +125,21 @@ _FALLEN = [
         r"NVRM: The NVIDIA GPU " + _PCI_IN + r"\s*(?:NVRM:\s*)?\(PCI ID: (?P<pciid>[0-9a-fA-F:]+)\)"
         r".*fallen off the bus"
     ),
-    re.compile(r"NVRM: (?:.*\s)?fallen off the bus and is not responding to commands"),
+    # (?<![^\n])(?>[^\n]*?X): from the first X of a line only. A failure there is a failure from
+    # every later X (the .* after it reaches past them), and retrying each X of a line that
+    # repeats it was quadratic; these patterns' spans are not used.
+    re.compile(
+        r"(?<![^\n])(?>[^\n]*?NVRM: )(?:.*\s)?fallen off the bus and is not responding to commands"
+    ),
 ]
 _GSP = [
     re.compile(
         r"Timeout after (?P<secs>\d+)s of waiting for RPC response from GPU(?P<gpu>\d+) GSP"
     ),
     re.compile(r"NVRM: (?:GPU(?P<gpu>\d+) )?_kgspLogXid119: .*GSP (?:Timeout|Failure)"),
-    re.compile(r"NVRM: .*GSP RPC timeout", re.I),
-    re.compile(r"NVRM: .*GSP.*heartbeat.*", re.I),
-    re.compile(r"NVRM: .*heartbeat.*GSP", re.I),
+    re.compile(r"(?<![^\n])(?>[^\n]*?NVRM: ).*GSP RPC timeout", re.I),
+    re.compile(r"(?<![^\n])(?>[^\n]*?NVRM: )(?>[^\n]*?GSP).*heartbeat", re.I),
+    re.compile(r"(?<![^\n])(?>[^\n]*?NVRM: )(?>[^\n]*?heartbeat).*GSP", re.I),
 ]
 _RMINIT = re.compile(
     r"NVRM: (?:GPU " + _PCI_IN + r": )?(?P<what>RmInitAdapter failed!|rm_init_adapter failed)"
@@ -210,7 +215,7 @@ def _nvlink(msg: str) -> Match | None:
     return Match(EventKind.NVLINK, msg, None, sev, pm["pci"] if pm else None, payload)
 
 
-_RESET = re.compile(r"NVRM: .*\bNV_ERR_RESET_REQUIRED\b")
+_RESET = re.compile(r"(?<![^\n])(?>[^\n]*?NVRM: ).*\bNV_ERR_RESET_REQUIRED\b")
 
 
 def _reset_required(msg: str) -> Match | None:

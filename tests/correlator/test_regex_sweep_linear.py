@@ -45,16 +45,8 @@ KNOWN_SLOW = {
     # module-level patterns (the agent's parsers cut a line at MAX_LINE, 8,192 characters)
     "collector.parse.joblog_cuda._CUDA_ERR": "'cudaError' repeated",
     "collector.parse.kernel_host._INVOKED": "'(' repeated after gfp_mask=",
-    "collector.parse.kernel_rules._FALLEN[3]": "'NVRM: ' repeated, (?:.*\\s)?",
-    "collector.parse.kernel_rules._GSP[2]": "'NVRM: ' repeated, .*",
-    "collector.parse.kernel_rules._GSP[3]": "'NVRM: GSP' repeated, .*.*",
-    "collector.parse.kernel_rules._GSP[4]": "'heartbeatNVRM: ' repeated, .*.*",
     "collector.parse.kernel_rules._NVLINK": "'knvlink' repeated, .*.*",
-    "collector.parse.kernel_rules._RESET": "'NVRM: ' repeated, .*",
     "collector.parse.kernel_rules._XID": "'NVRM: Xid (' repeated",
-    "collector/parse/kernel_rules.py:136": "_GSP[3]'s text, compiled on call",
-    "collector/parse/kernel_rules.py:137": "_GSP[4]'s text, compiled on call",
-    "collector/parse/kernel_rules.py:143": "_NVLINK's text, compiled on call",
     "collector/slurm/hostlist.py:65": "unreachable: _split_top refuses an unclosed '[' first",
     "correlator.explain.evidence._ENTRY": "blanks before '[': \\s* from every position",
     "correlator.explain.evidence._FIELD": "blanks / '_' runs: \\s*[a-z_]+\\s*",
@@ -63,7 +55,6 @@ KNOWN_SLOW = {
     "correlator.explain.readers_gpu._DIAG_ROW": "blanks in a '| a |' row: lazy cell + \\s*",
     "correlator.explain.wrappers_aggregators._LOKI_PAIR": "letters: bounded {0,127}, ratio ~2",
     "correlator.rules.xid._RECOVERY_RE": "its literal repeated, .*?",
-    "correlator/rules/xid.py:77": "_RECOVERY_RE's text, compiled on call",
     # under the bar at this length but growing about as the square (or noisy near it)
     "cuda.json:tf_check_ok_out_of_memory": "'Non-OK-status: ' repeated",
     "device_plugin.json:dp_go_panic_in_plugin_rpc": "'GetDevicePluginOptions' repeated",
@@ -75,7 +66,6 @@ KNOWN_SLOW = {
     "collector.parse.joblog_rules._WATCHDOG": "'...WorkNCCL(' repeated, .*?",
     "collector.parse.kernel_host._AER_BUS": "'PCIe Bus Error: severity=' repeated",
     "collector.parse.kernel_rules._SXID": "'nvidia-nvswitch: SXid (' repeated",
-    "collector/parse/kernel_rules.py:135": "'NVRM: ' repeated, .*",
     "correlator.explain.readers.PATTERNS<node_fail>.regex": "'a:' repeated",
     "correlator.explain.readers.PATTERNS<nvlink>.regex": "'NVLink' repeated, .*",
 }
