@@ -134,3 +134,7 @@ VALIDATION_34_SHA256 = "0da9422850b631e3325447c4dbae1002215abac497949cf53589866c
 # 10 sorted new sources after random.Random(70).shuffle, drawn before any rule of round forty and
 # scored once with the rules of 177c3d1): never move a case in or out.
 VALIDATION_35_SHA256 = "4769638d503f73bf4fd410dfeeed3c5017258a67f4523b686bfaea23725cad35"
+# sha256 of the sorted validation_36 sources (round forty-one's held-out split: the first half of
+# the 10 sorted new sources after random.Random(72).shuffle, drawn before any rule of round
+# forty-one and scored once with the rules of f858b7d): never move a case in or out.
+VALIDATION_36_SHA256 = "c6a89eddc93e89725dbfb9d7dd1a0ca3716b40969419613b489929bd0a7337f2"
