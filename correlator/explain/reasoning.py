@@ -61,11 +61,9 @@ def conclude(found: list[Finding], addresses: dict[str, str] | None = None) -> C
     best = max(found, key=_rank)
     best = crash_behind_timeouts(best, found)
     best, found = fault_behind_transport(best, found, addresses or {})
-    key = (best.verdict.category, best.verdict.blame)
-    floor = best.verdict.priority - 10  # same kind of failure and about as strong a sign
 
     def supports(f: Finding) -> bool:
-        return (f.verdict.category, f.verdict.blame) == key and f.verdict.priority >= floor
+        return same_kind(f.verdict, best.verdict)
 
     support = [f for f in found if supports(f)]
     others = [f for f in found if not supports(f)]
@@ -73,6 +71,11 @@ def conclude(found: list[Finding], addresses: dict[str, str] | None = None) -> C
     verdict = replace(best.verdict, confidence=round(confidence, 2))
     ordered = sorted(support, key=lambda f: -_rank(f)[2])
     return Conclusion(verdict=verdict, support=ordered, others=others)
+
+
+def same_kind(a: Verdict, b: Verdict) -> bool:
+    """Whether `a` supports `b`: the same kind of failure and about as strong a sign."""
+    return (a.category, a.blame) == (b.category, b.blame) and a.priority >= b.priority - 10
 
 
 def teardown_after_crash(found: list[Finding]) -> list[Finding]:

@@ -90,7 +90,9 @@ def fault_behind_transport(
     v = best.verdict
     if v.category is not Category.INTERCONNECT or not v.root_cause:
         return best, found
-    support = [f for f in found if _same_kind(f.verdict, v)]
+    from correlator.explain.reasoning import same_kind  # reasoning imports this module
+
+    support = [f for f in found if same_kind(f.verdict, v)]
     if not all(f.verdict.summary in _VICTIM_SUMMARIES for f in support):
         return best, found  # a fault of a host's own HCA or link is shown beside them
     printers = {f.event.node.lower() for f in support if f.event.node}
@@ -118,11 +120,6 @@ def fault_behind_transport(
     shown = {id(g) for g in faults if g.verdict.category is fault.verdict.category}
     raised = [_raised(g, v.priority) if id(g) in shown else g for g in found]
     return _raised(fault, v.priority), raised
-
-
-def _same_kind(a: Verdict, b: Verdict) -> bool:
-    """Whether `a` supports `b` in conclude: the same kind of failure, about as strong."""
-    return (a.category, a.blame) == (b.category, b.blame) and a.priority >= b.priority - 10
 
 
 def _peer(f: Finding, addresses: dict[str, str]) -> str | None:
