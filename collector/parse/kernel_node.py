@@ -15,9 +15,25 @@ from collector.parse.kernel_edac import EDAC_UE, MACHINE_CHECK, MEMORY_FAILURE, 
 from collector.parse.kernel_rules import Match
 from timeline.models import EventKind, Severity
 
+# mm/memory-failure.c action_result (torvalds/linux): "%#lx: recovery action for %s: %s" under
+# pr_fmt "Memory failure: " (v4.x on); before it "MCE %#lx: %s page recovery: %s" (2.6.32 to
+# 4.x, "dirty " in front of the page type at first): one page the hardware poisoned
 _MEMORY_FAILURE = re.compile(
-    r"Memory failure: (?P<pfn>0x[0-9a-f]{1,16}): recovery action for (?P<page>[^:]{1,60}): "
+    r"(?:Memory failure: (?P<pfn>0x[0-9a-f]{1,16}): recovery action for (?P<page>[^:]{1,60})|"
+    r"\bMCE (?P<old_pfn>0x[0-9a-f]{1,16}): (?P<old_page>[^:]{1,60}) page recovery): "
     r"(?P<result>Ignored|Failed|Delayed|Recovered)\b"
+)
+# The process the kernel signals for a poisoned page it had mapped: mm/memory-failure.c kill_proc
+# (torvalds/linux @003fa195911d) "Memory failure: %#lx: Sending SIGBUS to %s:%d due to hardware
+# memory corruption" (v4.x: "... Killing %s:%d due to ..."; 2.6.32 to 4.x kill_proc_ao "MCE %#lx:
+# Killing %s:%d early due to ..."), kill_procs "%#lx: forcibly killing %s:%d because of failure
+# to unmap corrupted page" (SIGKILL); drivers/acpi/apei/ghes.c memory_failure_cb "%#llx: Sending
+# SIGBUS to %s:%d due to hardware memory corruption"; arch/x86/mm/fault.c do_sigbus (and arm64's)
+# "MCE: Killing %s:%d due to hardware memory corruption fault at %lx" (no page number)
+_MEMORY_KILL = re.compile(
+    r"(?:(?P<pfn>0x[0-9a-f]{1,16}): (?:Sending SIGBUS to|Killing|forcibly killing)|"
+    r"\bMCE: Killing) (?P<task>[^\n]{1,64}?):(?P<pid>\d{1,10}) (?:early )?"
+    r"(?:due to hardware memory corruption|because of failure to unmap corrupted page)"
 )
 
 # (slug, message shape) -- kernel/watchdog.c, kernel/watchdog_perf.c, kernel/hung_task.c,
@@ -43,6 +59,7 @@ _NODE_FAULTS: list[tuple[str, re.Pattern[str]]] = [
     # mm/memory-failure.c action_result: pr_err("%#lx: recovery action for %s: %s\n") under
     # pr_fmt "Memory failure: ", printed for each page the hardware poisoned (all four results)
     (MEMORY_FAILURE, _MEMORY_FAILURE),
+    (MEMORY_FAILURE, _MEMORY_KILL),
     (EDAC_UE, re.compile(r"EDAC \S+: .{0,60}\b(?:UE|Uncorrected|uncorrectable)\b")),
     (
         "io_error",
@@ -67,7 +84,7 @@ _NODE_FAULTS: list[tuple[str, re.Pattern[str]]] = [
 ]
 WORTH_A_LOOK = re.compile(
     r"lockup|LOCKUP|blocked for more than|panic|BUG|Hardware Error|Machine check|EDAC|"
-    r"Memory failure|hardware memory error|"
+    r"Memory failure|hardware memory (?:error|corruption)|page recovery|"
     r"I/O error|EXT4-fs|XFS|read-only|nfs: server|IO_PAGE_FAULT|DMAR"
 )
 
@@ -81,7 +98,21 @@ def node_fault(msg: str) -> Match | None:
             payload: dict[str, Any] = {"text": msg, "fault": slug}
             if slug == EDAC_UE:  # the module it names, keyed as its CE lines' (kernel_edac.py)
                 payload |= ue_fields(msg) or {}
-            elif slug == MEMORY_FAILURE and (mf := _MEMORY_FAILURE.search(msg)):
-                payload |= {"pfn": mf["pfn"], "page_type": mf["page"], "result": mf["result"]}
+            elif slug == MEMORY_FAILURE:
+                payload |= memory_failure_fields(msg)
             return Match(EventKind.OTHER, msg, None, Severity.ERROR, None, payload)
     return None
+
+
+def memory_failure_fields(msg: str) -> dict[str, Any]:
+    """The page (pfn), its type and the recovery's result of one memory-failure line, or the
+    page and the process (task, pid) the kernel signalled for it; empty for neither."""
+    if mf := _MEMORY_FAILURE.search(msg):
+        page = mf["page"] or mf["old_page"]
+        return {"pfn": mf["pfn"] or mf["old_pfn"], "page_type": page, "result": mf["result"]}
+    if mk := _MEMORY_KILL.search(msg):
+        out: dict[str, Any] = {"killed_task": mk["task"], "killed_pid": int(mk["pid"])}
+        # SIGKILL when the page could not be unmapped (kill_procs), SIGBUS otherwise
+        out["killed_by"] = "SIGKILL" if "forcibly" in mk.group(0) else "SIGBUS"
+        return out | ({"pfn": mk["pfn"]} if mk["pfn"] else {})
+    return {}

@@ -9,6 +9,7 @@ from collector.parse.joblog import leading_ts
 from correlator.explain.hosts import distinct
 from correlator.explain.hosts_ranks import unresolved_rank
 from correlator.explain.readers_edac import edac_ce_storms
+from correlator.explain.readers_poison import memory_faults, sigbus_of_poison
 from correlator.explain.reasoning_peers import fault_behind_transport
 from correlator.rules import caused_by, classify_event
 from correlator.rules.checks import shows_fault, with_cause
@@ -36,9 +37,13 @@ class Conclusion:
 
 def findings(events: list[Event]) -> list[Finding]:
     """Events that mean something, each with its verdict; one memory module's EDAC CE lines
-    that reach mcelog's DIMM trigger together (the agent reads them one a line) mean more."""
-    events = events + edac_ce_storms(events)
-    return [Finding(ev, v) for ev in events if (v := classify_event(ev)) is not None]
+    that reach mcelog's DIMM trigger together (the agent reads them one a line) mean more, and
+    a firmware record and the memory-failure lines naming its page are one fault, whose SIGBUS
+    a process died of (readers_poison.py)."""
+    events = events + edac_ce_storms(events) + memory_faults(events)
+    return sigbus_of_poison(
+        [Finding(ev, v) for ev in events if (v := classify_event(ev)) is not None]
+    )
 
 
 def _rank(f: Finding) -> tuple[int, int, int, float]:

@@ -39,7 +39,12 @@ Formats (torvalds/linux unless named; the commit is the stored version the forma
   drivers/firmware/efi/cper.c @0a5a46a6a6 cper_estatus_print "event severity: %s" (recoverable and
   fatal are uncorrected, corrected a report); mce/core.c kill_me_maybe "Uncorrected hardware memory
   error in user-access at %llx"; mm/memory-failure.c action_result "%#lx: recovery action for %s:
-  %s" (pr_fmt "Memory failure: ");
+  %s" (pr_fmt "Memory failure: "; 2.6.32 to 4.x "MCE %#lx: %s page recovery: %s"), @003fa195911d
+  kill_proc "Memory failure: %#lx: Sending SIGBUS to %s:%d due to hardware memory corruption"
+  (v4.x "Killing", 2.6.32 to 4.x kill_proc_ao "MCE %#lx: Killing %s:%d early due to ..."),
+  kill_procs "%#lx: forcibly killing %s:%d because of failure to unmap corrupted page"; ghes.c
+  memory_failure_cb "%#llx: Sending SIGBUS to %s:%d due to ..."; arch/x86/mm/fault.c do_sigbus
+  "MCE: Killing %s:%d due to hardware memory corruption fault at %lx";
 - util-linux sys-utils/choom.c "pid %d's current OOM score adjust value: %d" (a healthy control).
 
 Verdicts follow tests/fixtures/corpus/README.md's policy: kernel and cgroup OOM kills are
@@ -240,6 +245,59 @@ FORMATS: list[tuple[str, str, Mapping[str, Sequence[Any]], tuple[str | None, str
             "page": ("dirty LRU page", "reserved kernel page", "free buddy page"),
             "result": ("Recovered", "Failed", "Ignored", "Delayed"),
         },
+        NODE,
+    ),
+    # 2.6.32 to 4.x action_result before pr_fmt "Memory failure: " (dirty in front at first)
+    (
+        "memory-failure-old",
+        "MCE 0x{pfn}: {page} page recovery: {result}",
+        {
+            "pfn": ("b4365", "af34214"),
+            "page": ("dirty LRU", "clean LRU", "free buddy", "huge"),
+            "result": ("Recovered", "Failed", "Ignored", "Delayed"),
+        },
+        NODE,
+    ),
+    # mm/memory-failure.c kill_proc / kill_procs (every era), ghes.c memory_failure_cb: the
+    # process killed for a poisoned page it had mapped is the host's memory fault
+    (
+        "memory-failure-kill",
+        "Memory failure: 0x{pfn}: {verb} {comm}:{pid} due to hardware memory corruption",
+        {
+            "pfn": ("8a398a", "af34214"),
+            "verb": ("Sending SIGBUS to", "Killing"),
+            "comm": COMM,
+            "pid": PIDS,
+        },
+        NODE,
+    ),
+    (
+        "memory-failure-forcibly-killing",
+        "{prefix}0x{pfn}: forcibly killing {comm}:{pid} because of failure to unmap corrupted page",
+        {
+            "prefix": ("Memory failure: ", "MCE "),
+            "pfn": ("8a398a", "af34214"),
+            "comm": COMM,
+            "pid": PIDS,
+        },
+        NODE,
+    ),
+    (
+        "memory-failure-kill-early",
+        "MCE 0x{pfn}: Killing {comm}:{pid} early due to hardware memory corruption",
+        {"pfn": ("b4365", "af34214"), "comm": COMM, "pid": PIDS},
+        NODE,
+    ),
+    (
+        "ghes-memory-failure-cb",
+        "0x{pfn}: Sending SIGBUS to {comm}:{pid} due to hardware memory corruption",
+        {"pfn": ("8a398a", "af34214"), "comm": COMM, "pid": PIDS},
+        NODE,
+    ),
+    (
+        "mce-killing-fault",
+        "MCE: Killing {comm}:{pid} due to hardware memory corruption fault at {va}",
+        {"comm": COMM, "pid": PIDS, "va": ("7fffcab7d000", "00007f3a2c001000")},
         NODE,
     ),
     # --- PCIe AER (the existing pcie_aer rule: uncorrected on a GPU's link, gpu_hardware/node) --
