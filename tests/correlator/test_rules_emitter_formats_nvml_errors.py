@@ -68,7 +68,7 @@ TEMPLATES = (
 
 
 def _probes() -> list[object]:
-    out = []
+    out: list[object] = []
     for i, (num, (name, text, ok)) in enumerate(CODES.items()):
         for key, template in TEMPLATES:
             line = template.format(
@@ -84,3 +84,18 @@ def test_an_nvml_error_reads_as_nvidia_smi_json_documents(
 ) -> None:
     got = explain_text(text)
     assert (got.category, got.blame) in ok, (text, got.explanation)
+
+
+@pytest.mark.parametrize("key", [key for key, _ in TEMPLATES])
+def test_nvml_unknown_is_the_nodes_gpu_stack_not_the_program_nor_a_gpu_fault_so_low_confidence(
+    key: str,
+) -> None:
+    # nvml.h: NVML_ERROR_UNKNOWN "An internal driver error occurred"; NVIDIA's notice
+    # (nvidia-container-toolkit #48) traces it in containers to the node's runtime, the device
+    # plugin marks devices unhealthy on it, gpud reads only GPU_IS_LOST / RESET_REQUIRED as the
+    # GPU's own fault: the node's, not which part of it (nvidia_smi.json pynvml_unknown)
+    template = dict(TEMPLATES)[key]
+    text = template.format(call=_CALLS[0], module="pynvml", name="Unknown", text="Unknown Error")
+    got = explain_text(text)
+    assert (got.category, got.blame) == ("node", "node")
+    assert got.confidence < 0.5
