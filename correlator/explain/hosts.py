@@ -38,6 +38,7 @@ _MARKS = (
     "RUNNING AT",
     "exec_host=",
     "kubelet, ",
+    "{kubelet ",
     "ip=",
     "hostname",
     "on node",
@@ -124,7 +125,7 @@ _LINE_PATTERNS: tuple[re.Pattern[str], ...] = (
     re.compile(BASH_PROMPT + rf"(?!\s*{AWAY})"),
     # kubectl events: "node/gpu-node-07"
     re.compile(r"\bnode/(?P<h>[A-Za-z0-9][\w.-]*)"),
-    # kubectl events' older From column "kubelet, gpu-07"
+    # kubectl events' older From column "kubelet, gpu-07" (formatEventSource, 1.7 on)
     re.compile(r"\bkubelet, (?P<h>[A-Za-z0-9][\w.-]*)"),
     re.compile(r"\bnodeName\"?\s*[:=]\s*\"?(?P<h>[A-Za-z0-9][\w.-]*)"),
     # a core/v1 Event's EventSource as the API server writes it (kubectl get events -o json,
@@ -175,6 +176,9 @@ _LINE_PATTERNS: tuple[re.Pattern[str], ...] = (
         r"^\s*libfabric:\d+:(?:\d+:)?(?:[^:\s]*:)?cxi:\w+:[\w.]+\(\):\d+<\w+> "
         r"(?P<h>[A-Za-z0-9][\w.-]*): "
     ),
+    # kubectl 1.6's describe Events table (kubernetes/kubernetes pkg/kubectl/describe.go,
+    # release-1.6 DescribeEvents): its From column is the EventSource printed with %v
+    re.compile(r"\{kubelet (?P<h>[A-Za-z0-9][\w.-]*)\}"),
     *FIELD_PATTERNS,
     *PATTERNS,
     *MORE_PATTERNS,

@@ -151,6 +151,11 @@ HOST_LINES = [
     ("(raylet, ip=10.0.0.7) node_manager.cc:3277: 2 Workers killed", "10.0.0.7"),
     ("2023-05-22T03:06:53.935282247Z \tip: 172.28.1.11", "172.28.1.11"),
     ("  Normal   NodeHasDiskPressure   4m23s  kubelet, minikube  Node minikube status", "minikube"),
+    # kubectl 1.6's describe Events row: the From column is the EventSource printed with %v
+    (
+        "  4m\t\t4m\t\t1\t{kubelet gpu-07}\tspec.containers{c}\tWarning\t\tBackOff\t\tBack-off",
+        "gpu-07",
+    ),
     ("pdsh@login1: gpu-07: ssh exited with exit code 1", "gpu-07"),
     # launcher labels in front of NCCL's own prefix, and NCCL's prefix behind a logger's stamp
     (

@@ -42,11 +42,16 @@ PODS = (
     "pytorchjob-mnist-master-0_kubeflow(3a9d...)",
     "ray-head-x7k2p_ray(1e2f3a4b-0000-4c5d-8e9f-abcdefabcdef)",
 )
-# kubectl describe's event row (newer and older "kubelet, <node>" From), kubectl get events'
+# kubectl describe's event row (newer and older "kubelet, <node>" From), kubectl get events';
+# kubectl 1.6-1.9's describe row, FirstSeen LastSeen Count From SubObjectPath Type Reason Message
+# (pkg/kubectl/describe.go release-1.6: From is the EventSource printed with %v; 1.7-1.9
+# pkg/printers/internalversion/describe.go: formatEventSource's "kubelet, <node>")
 _EVENT = (
     "  Warning  {reason}  3m12s  kubelet  ",
     "  Warning  {reason}  41s (x7 over 5m2s)  kubelet, gpu-a-07  ",
     "12m         Warning   {reason}   pod/{name}   ",
+    "  4m\t\t4m\t\t1\t{{kubelet gpu-a-07}}\tspec.containers{{trainer}}\tWarning\t\t{reason}\t\t",
+    "  2m\t\t1m\t\t7\tkubelet, gpu-a-07\t\t\tWarning\t\t{reason}\t\t",
 )
 _UIDS = ("7c1b2e55-0d7a-4b8e-9f3a-1b2c3d4e5f60", "0f4c6a0e-5d3b-41f7-a2c9-77e1d0c8b9aa")
 _LEADS = ("Pod ", "Pod was rejected: ")
