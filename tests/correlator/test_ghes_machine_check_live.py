@@ -134,4 +134,21 @@ def test_a_poisoned_page_after_a_ghes_storm_is_one_incident_with_the_failure_as_
     assert inc.details["ce_storms"][DIMM]["count"] == 10
     assert sorted(inc.evidence_event_ids) == _stored(session_factory)
     [gone] = [i for i in all_incidents(session_factory) if i.id == storm.id]
-    assert gone.state is IncidentState.RESOLVED and gone.resolution.startswith("superseded")
+    assert gone.state is IncidentState.RESOLVED and (gone.resolution or "").startswith("superseded")
+
+
+def test_a_sigbus_the_kernel_sent_for_a_poisoned_page_opens_the_nodes_memory_incident(
+    session_factory: sessionmaker[Session],
+) -> None:
+    # mm/memory-failure.c kill_proc: the process's SIGBUS is the host's memory fault, as explain
+    # reads it (linux_kernel.json kernel_memory_failure_kill)
+    fleet = _fleet(session_factory)
+    kill = (
+        "Memory failure: 0x4f1a2b3: Sending SIGBUS to python:4242 due to hardware memory corruption"
+    )
+    [ev] = _events(100.0, [kill])
+    assert ev.payload["fault"] == "memory_failure" and ev.payload["killed_pid"] == 4242
+    fleet.events(ev)
+    fleet.correlate(now=BOOT + 160)
+    [inc] = all_incidents(session_factory)
+    assert (inc.category, inc.blame, inc.culprit_node) == ("node", "node", NODE)
