@@ -99,3 +99,21 @@ def test_nvml_unknown_is_the_nodes_gpu_stack_not_the_program_nor_a_gpu_fault_so_
     got = explain_text(text)
     assert (got.category, got.blame) == ("node", "node")
     assert got.confidence < 0.5
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "root@train-0:/workspace# nvidia-smi\nFailed to initialize NVML: Unknown Error\n",
+        "E0412 10:00:00.000000 1 main.go:123] Failed to initialize NVML: ERROR_UNKNOWN\n",
+    ],
+)
+def test_nvml_init_unknown_error_is_the_nodes_runtime_or_driver_not_a_missing_library(
+    text: str,
+) -> None:
+    # NVIDIA/nvidia-container-toolkit#48: a container whose GPUs the node's runtime detached;
+    # a missing library is NVML_ERROR_LIBRARY_NOT_FOUND, not this code (nvidia_smi.json)
+    got = explain_text(text)
+    assert (got.category, got.blame) == ("node", "node")
+    assert "detached" in got.explanation and "library cannot be loaded" not in got.explanation
+    assert got.confidence <= 0.5
