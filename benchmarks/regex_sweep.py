@@ -249,8 +249,9 @@ def sweep_one(found: Found, size: int, limit: float, growth: bool = False) -> Sl
     while estimate > 4 * limit and at > size // 64:
         at //= 2  # too slow at full length: timed at the longest length still affordable
         estimate /= 4
-    full = time_search(found.regex, build(prefix, unit, at), how=found.how)
-    half = time_search(found.regex, build(prefix, unit, at // 2), how=found.how)
+    # the least of three tries each: one try on a loaded machine can make the ratio anything
+    full = time_search(found.regex, build(prefix, unit, at), tries=3, how=found.how)
+    half = time_search(found.regex, build(prefix, unit, at // 2), tries=3, how=found.how)
     return Slow(found.where, found.regex.pattern, prefix, unit, at, full, half)
 
 
