@@ -13,9 +13,22 @@ stopped posting receives, for the work requests to that peer. Sources:
   docs (user-guide/docs/api/types.html) define as "A call failed possibly due to a network error
   or a remote process exiting prematurely"; printIbWcStatusHint reads IBV_WC_RETRY_EXC_ERR as a
   timeout (NCCL_IB_TIMEOUT).
+- openucx/ucx @9466d104a3: src/uct/ib/mlx5/ib_mlx5_log.c uct_ib_mlx5_completion_with_err reads
+  the syndromes "Transport retry count exceeded", "Receive-no-ready retry count exceeded" and
+  "Remote side aborted" as UCS_ERR_ENDPOINT_TIMEOUT (src/ucs/type/status.c: "Endpoint
+  timeout") and names the peer only by its QP and LID/GID ("[rqpn 0x%x dlid=%d ...]",
+  ib_log.c uct_ib_log_dump_qp_peer_info); rc_verbs_iface.c logs "send completion with error:
+  %s" of ibv_wc_status_str and the same LID dump; ucp_ep.c logs "ep %p: error '%s' on %s will
+  not be handled since no error callback is installed" with the transport and device only;
+  ud_ep.c's "UD endpoint %p to %s:%d: unhandled timeout error" names the peer's hostname
+  (ucs_get_host_name) in a build with debug data, "<no debug data>" otherwise.
 So a victim's line alone cannot tell a dead peer from the fabric (today's interconnect verdict,
 kept), but when the peer it names shows its own fault in the same window, the fault is the
 cause and that peer the culprit; a host that merely printed the loss never is (issue #11).
+UCX's endpoint timeouts that name no host (a LID names none the text can place) are read the
+same way when exactly one host other than the printers shows its own fault in the window: the
+timeout says the remote end stopped answering, and that host is the only one the text shows
+ending; with none, or several, nothing changes.
 """
 
 from __future__ import annotations
@@ -42,6 +55,8 @@ _VICTIM_RULES = {
     "mvapich2_handle_cqe_wc_error",
     "openib_error_polling_cq",
     "nccl_ib_completion_from_peer",
+    "ucx_ud_ep_unhandled_timeout",
+    "ucx_transport_gave_up",
 }
 _VICTIM_SUMMARIES = frozenset(r.summary for r in PATTERNS if r.name in _VICTIM_RULES)
 
@@ -50,8 +65,19 @@ _VICTIM_SUMMARIES = frozenset(r.summary for r in PATTERNS if r.name in _VICTIM_R
 # and "Got completion with error 12", NCCL's "with error 12," / "status=12" /
 # "status=IBV_WC_RETRY_EXC_ERR(12)". A flush (5) or a local error points at no peer.
 _PEER_LOST = re.compile(
-    r"retry count(?:er)? exceeded|RETRY_EXC_ERR|RETRY EXCEEDED ERROR"
+    r"retry count(?:er)? exceeded|RETRY_EXC_ERR|RETRY EXCEEDED ERROR|unhandled timeout error"
     r"|(?:status number |wc\.status=|status=|with error )1[23]\b",
+    re.IGNORECASE,
+)
+
+# UCX's own lines (src/ucs/debug/log.c: "... UCX  ERROR <message>" behind "[time] [host:pid:thread]
+# file:line"; ud_ep.c's ucs_fatal "Fatal: UD endpoint ...") and, of them, the statuses UCX maps to
+# UCS_ERR_ENDPOINT_TIMEOUT (ib_mlx5_log.c's three syndromes; ibv_wc_status_str's retry texts that
+# rc_verbs prints; the status string itself; UD's unhandled timeout): the remote end stopped
+# answering. A local error, a flush or a reset by the peer is none of them.
+_UCX_LINE = re.compile(r"\bUCX\s+(?:ERROR|WARN|DIAG)\b|\bFatal: UD endpoint 0x")
+_UCX_TIMEOUT = re.compile(
+    r"retry count(?:er)? exceeded|Remote side aborted|Endpoint timeout|unhandled timeout error",
     re.IGNORECASE,
 )
 
@@ -88,7 +114,7 @@ def fault_behind_transport(
     printer blamed; else `best` and `found` unchanged. `addresses` maps an address or a rank
     marker to the host the text shows it on."""
     v = best.verdict
-    if v.category is not Category.INTERCONNECT or not v.root_cause:
+    if v.category is not Category.INTERCONNECT or not (v.root_cause or _ucx_timeout(best)):
         return best, found
     from correlator.explain.reasoning import same_kind  # reasoning imports this module
 
@@ -110,6 +136,8 @@ def fault_behind_transport(
         faults = [g for g in found if _fault(g.verdict) and _on(g, peer) and _near(g, losses)]
         if faults:
             linked[peer] = faults
+    if not lost and support and all(_ucx_timeout(f) for f in support):
+        linked = _one_faulted_host(found, support, printers)
     if len(linked) > 1:  # several peers faulted: no single culprit, and no printer is one
         quiet = [replace(f, verdict=_unblamed(f.verdict)) if f in support else f for f in found]
         return replace(best, verdict=_unblamed(v)), quiet
@@ -120,6 +148,28 @@ def fault_behind_transport(
     shown = {id(g) for g in faults if g.verdict.category is fault.verdict.category}
     raised = [_raised(g, v.priority) if id(g) in shown else g for g in found]
     return _raised(fault, v.priority), raised
+
+
+def _ucx_timeout(f: Finding) -> bool:
+    """Whether the finding is UCX's own line of an endpoint that timed out (the peer's end)."""
+    raw = f.event.raw or ""
+    return bool(_UCX_LINE.search(raw) and _UCX_TIMEOUT.search(raw))
+
+
+def _one_faulted_host(
+    found: list[Finding], losses: list[Finding], printers: set[str]
+) -> dict[str, list[Finding]]:
+    """{host: its faults} when exactly one host that printed no loss shows a fault of its own
+    in the losses' window (the peer UCX's timeouts name no host of); else {}."""
+    by_host: dict[str, list[Finding]] = {}
+    for g in found:
+        host = g.verdict.culprit or (g.event.node if g.verdict.at_printer else None)
+        if not host or not _fault(g.verdict) or not _near(g, losses):
+            continue
+        if any(_same_host(p, host) or _same_host(host.lower(), p) for p in printers):
+            continue  # a printer's own fault (its HCA, its process) is no lost peer's
+        by_host.setdefault(host.lower(), []).append(g)
+    return by_host if len(by_host) == 1 else {}
 
 
 def _peer(f: Finding, addresses: dict[str, str]) -> str | None:
