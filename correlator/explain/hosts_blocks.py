@@ -31,8 +31,19 @@ or SUSE's, as hosts_fields reads them) or, for ClusterShell, the return codes it
 prints after the gathered blocks (cea-hpc/clustershell lib/ClusterShell/CLI/Clush.py
 @c09f82763b2b: "clush: %s: exited with exit code %d", "clush: %s: command timeout"); a Hydra
 block ends at its first line without "="; a describe block at describeNode's last line.
-Ansible's ad-hoc "rc=N >>" blocks and pssh -i's print no end mark (minimal.py; psshlib/task.py
-report), so with no prompt after them the last block still runs to the end of the text.
+Ansible's ad-hoc "rc=N >>" blocks and pssh -i's print no end mark, but neither tool ever
+prints a blank line: minimal.py's _command_generic_msg is the header, then stdout, stderr and
+msg, then one "\\n" (Display.display adds none to a text that ends in one), and the command
+module strips the trailing newlines of both streams (ansible/ansible lib/ansible/modules/
+command.py: r['stdout'] = to_text(r['stdout']).rstrip("\\r\\n"), the same for stderr);
+psshlib/callbacks.py DefaultCallbacks.finished (krig/parallel-ssh @33f1943171e1) prints the
+status line, then the host's stdout and "Stderr: " with its stderr as they came, and the next
+block's status line at once. So a blank line there is the remote output's own (nvidia-smi's
+between its tables) or the paste's, between the run and what followed it: either way no line
+after it is known to be the block host's, and the block ends there (a wrong node is worse than
+none, issue #11). A line that a pdsh-style "host: " prefix gives to another host (`own`) is
+another wrapper's line, and ends the block too. Otherwise the last block still runs to the end
+of the text.
 """
 
 from __future__ import annotations
@@ -128,20 +139,23 @@ def _header(line: str) -> tuple[str | None, bool] | None:
     return None
 
 
-def block_hosts(lines: list[str]) -> list[str | None]:
+def block_hosts(lines: list[str], own: list[str | None] | None = None) -> list[str | None]:
     """For each line inside a clush -b, Ansible or pssh -i block (its header included), the
-    host the block's header names; None outside blocks and in blocks of several nodes."""
+    host the block's header names; None outside blocks and in blocks of several nodes.
+    `own`: the host each line's own pdsh-style prefix names (hosts.prefix_hosts), if known."""
     out: list[str | None] = [None] * len(lines)
     if not any(mark in ln for ln in lines for mark in _MARKS):
         return out  # every header has one of these; most texts have none
     host: str | None = None
     in_json = False  # inside a result pretty-printed below its header, up to its closing "}"
+    unspaced = False  # in an Ansible "rc=N >>" or pssh -i block, which hold no blank line
     i = 0
     while i < len(lines):
         line = lines[i]
         ns = _clush_header(lines, i) if line.startswith(("-", " ")) else None
         if ns is not None:
             host, in_json = _nodeset_host(ns.group("ns"), ns.group("n")), False
+            unspaced = False
             out[i : i + 3] = [host] * 3
             i += 3
             continue
@@ -153,7 +167,8 @@ def block_hosts(lines: list[str]) -> list[str | None]:
             opened = line.rstrip().endswith("{")
             host = head[0] if opened or not head[1] else None
             in_json = head[1] and opened
-        elif in_json or not _ends_block(line):
+            unspaced = not head[1]
+        elif in_json or not _ends_unspaced(line, host, unspaced, own[i] if own else None):
             out[i] = host
             if in_json and line.rstrip() == "}":
                 host, in_json = None, False
@@ -161,6 +176,16 @@ def block_hosts(lines: list[str]) -> list[str | None]:
             host = None
         i += 1
     return out
+
+
+def _ends_unspaced(line: str, host: str | None, unspaced: bool, own: str | None) -> bool:
+    """Whether `line` ends the block it is in (see _ends_block); an Ansible "rc=N >>" or pssh
+    -i block also ends at a blank line, and any block at another host's pdsh-prefixed line."""
+    if _ends_block(line):
+        return True
+    if own and host and own.lower() != host.lower():
+        return True
+    return unspaced and host is not None and not line.strip()
 
 
 # MPICH Hydra's BAD TERMINATION block (pmodels/mpich src/pm/hydra/mpiexec/pmiserv_cb.c

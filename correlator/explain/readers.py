@@ -324,7 +324,9 @@ def read_delivered(text: str) -> tuple[list[Event], list[str], Delivered, list[s
     # a fan-out tool's block header (clush -b, Ansible, pssh -i) names the host of each line
     # below it, but not as a host the whole text is about: a healthy node's block must not
     # make it the culprit of a fault another block shows for several nodes at once
-    hints = [h or b for h, b in zip(named, block_hosts(lines), strict=True)]
+    # (a line whose own convention names another host, pdsh's or syslog's, ends the block)
+    own = [p or host_in_line(ln) for p, ln in zip(found, lines, strict=True)]
+    hints = [h or b for h, b in zip(named, block_hosts(lines, own), strict=True)]
     skip = structured.claimed | {
         i
         for i, (a, b) in enumerate(zip(bare, lines, strict=True))
