@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING
 from correlator.rules import KIND_DEFAULTS, PATTERNS
 from correlator.rules.hosts import RANK_PEER
 from correlator.rules.signals import SELF_CRASH
+from correlator.rules.xid import USER_FAULT_XIDS, xid_info, xid_verdict
 from correlator.taxonomy import Blame, Category, Verdict
 from timeline.models import EventKind
 
@@ -91,12 +92,26 @@ _CRASH_RULES = {
     "device_assert",
     "launch_failure",
 }
-_FAULT_SUMMARIES = frozenset(
-    r.summary
-    for r in PATTERNS
-    if r.category is Category.USER_CODE
-    and (r.name in _CRASH_RULES or (r.family == "cuda" and r.root_cause))
-) | {KIND_DEFAULTS[EventKind.CUDA_ERROR].summary}
+# An application's own fault on its GPU that the driver reports: the Xids of NVIDIA's catalog
+# (https://docs.nvidia.com/deploy/xid-errors/analyzing-xid-catalog.html) whose immediate action
+# is RESTART_APP (13 Graphics Engine Exception, 31 GPU memory page fault): the process's CUDA
+# context cannot go on, as after the CUDA error it gets. Xid 43 (IGNORE) is the channel reset
+# after it, no end of its own.
+_APP_XIDS = frozenset(
+    xid_verdict(code).summary
+    for code in USER_FAULT_XIDS
+    if (info := xid_info(code)) and info.immediate_action == "RESTART_APP"
+)
+_FAULT_SUMMARIES = (
+    frozenset(
+        r.summary
+        for r in PATTERNS
+        if r.category is Category.USER_CODE
+        and (r.name in _CRASH_RULES or (r.family == "cuda" and r.root_cause))
+    )
+    | {KIND_DEFAULTS[EventKind.CUDA_ERROR].summary}
+    | _APP_XIDS
+)
 
 # How far a peer's fault may be from the first loss of it, by the text's own clocks: the loss
 # comes after the death, by the transport's retries (NCCL_IB_TIMEOUT 20 is about 30 s in all; a
