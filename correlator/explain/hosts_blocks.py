@@ -42,8 +42,10 @@ block's status line at once. So a blank line there is the remote output's own (n
 between its tables) or the paste's, between the run and what followed it: either way no line
 after it is known to be the block host's, and the block ends there (a wrong node is worse than
 none, issue #11). A line that a pdsh-style "host: " prefix gives to another host (`own`) is
-another wrapper's line, and ends the block too. Otherwise the last block still runs to the end
-of the text.
+another wrapper's line, and ends the block too, and so does a scheduler's or kubectl's table
+header (_TABLE_HEAD: its rows are about what their columns name). Otherwise the last block still
+runs to the end of the text (a dmesg paste right after it cannot be told from the block's own
+dmesg).
 """
 
 from __future__ import annotations
@@ -178,10 +180,27 @@ def block_hosts(lines: list[str], own: list[str | None] | None = None) -> list[s
     return out
 
 
+# The header of a scheduler's or kubectl's table: its rows name the jobs, partitions, pods and
+# nodes they are about in their own columns and are never the output of the host that ran the
+# command, so a block ends there, whether the table was pasted after it or run through the
+# fan-out tool (a login node's squeue). SchedMD/slurm src/sacct/sacct.h DEFAULT_FIELDS
+# "jobid,jobname,partition,account,alloccpus,state,exitcode" ("JobID JobName ...", "|" with -P);
+# src/squeue/opts.c "JOBID PARTITION NAME USER ST TIME NODES NODELIST(REASON)"; src/sinfo/opts.c
+# "PARTITION AVAIL TIMELIMIT NODES STATE NODELIST" and, with -N, "NODELIST NODES PARTITION
+# STATE"; kubernetes/kubernetes pkg/printers/internalversion/printers.go: pods' "NAME READY
+# STATUS RESTARTS AGE", nodes' "NAME STATUS ROLES AGE VERSION", events' "LAST SEEN TYPE REASON
+# OBJECT MESSAGE" (kubectl prints the column names upper-case)
+_TABLE_HEAD = re.compile(
+    r"^\s*(?:JobID[\s|]+JobName[\s|]|JOBID\s+PARTITION\s+NAME\s|PARTITION\s+AVAIL\s+TIMELIMIT\s"
+    r"|NODELIST\s+NODES\s+PARTITION\s|NAME\s+READY\s+STATUS\s+RESTARTS\b"
+    r"|NAME\s+STATUS\s+ROLES\s|LAST SEEN\s+TYPE\s+REASON\s)"
+)
+
+
 def _ends_unspaced(line: str, host: str | None, unspaced: bool, own: str | None) -> bool:
-    """Whether `line` ends the block it is in (see _ends_block); an Ansible "rc=N >>" or pssh
-    -i block also ends at a blank line, and any block at another host's pdsh-prefixed line."""
-    if _ends_block(line):
+    """Whether `line` ends the block it is in (see _ends_block, _TABLE_HEAD); an Ansible "rc=N
+    >>" or pssh -i block also ends at a blank line, and any block at another host's line."""
+    if _ends_block(line) or (host is not None and _TABLE_HEAD.match(line)):
         return True
     if own and host and own.lower() != host.lower():
         return True

@@ -106,3 +106,42 @@ def test_a_clush_block_is_left_as_it_was() -> None:
     sep = "-" * 15
     lines = f"{sep}\n{H}\n{sep}\n{UPTIME}\n{ECC}".split("\n")
     assert block_hosts(lines)[4:6] == [H, H]
+
+
+# a scheduler's or kubectl's table: its header as the tool prints it (SchedMD/slurm
+# src/sacct/sacct.h DEFAULT_FIELDS, src/squeue/opts.c, src/sinfo/opts.c; kubernetes
+# pkg/printers/internalversion/printers.go), then a row about another node, job or pod
+TABLES = {
+    "sacct": "JobID    JobName  Partition    Account  AllocCPUS      State ExitCode \n"
+    "------------ ---------- ---------- ---------- ---------- ---------- -------- \n"
+    "4242              train        gpu     ml-lab         64  COMPLETED      0:0 \n",
+    "sacct_parsable": "JobID|JobName|Partition|Account|AllocCPUS|State|ExitCode|\n"
+    "4242|train|gpu|ml-lab|64|COMPLETED|0:0|\n",
+    "squeue": "             JOBID PARTITION     NAME     USER ST       TIME  NODES "
+    "NODELIST(REASON)\n"
+    f"              4243       gpu    train    alice  R       5:01      1 {OTHER}\n",
+    "sinfo": "PARTITION AVAIL  TIMELIMIT  NODES  STATE NODELIST\n"
+    f"gpu*         up   infinite      1   idle {OTHER}\n",
+    "sinfo_n": f"NODELIST   NODES PARTITION STATE \n{OTHER}        1      gpu* idle  \n",
+    "kubectl_pods": "NAME        READY   STATUS    RESTARTS   AGE\n"
+    "trainer-0   1/1     Running   0  5m\n",
+    "kubectl_nodes": f"NAME       STATUS   ROLES    AGE   VERSION\n"
+    f"{OTHER}    Ready    <none>   3d    v1.28.3\n",
+    "kubectl_events": "LAST SEEN   TYPE     REASON      OBJECT          MESSAGE\n"
+    "2m          Normal   Scheduled   pod/trainer-0   Successfully assigned ml/trainer-0\n",
+}
+
+
+@pytest.mark.parametrize("table", sorted(TABLES))
+@pytest.mark.parametrize("block", sorted(BLOCKS))
+def test_a_scheduler_or_kubectl_table_ends_the_block(block: str, table: str) -> None:
+    got = explain_text(BLOCKS[block] + TABLES[table] + ECC)
+    assert (got.category, got.blame) == ("gpu_hardware", "node"), got.explanation
+    assert got.node != H, got.explanation
+
+
+@pytest.mark.parametrize("table", ["squeue", "kubectl_pods"])
+def test_a_table_ends_a_clush_block_too(table: str) -> None:
+    sep = "-" * 15
+    got = explain_text(f"{sep}\n{H}\n{sep}\n{UPTIME}" + TABLES[table] + ECC)
+    assert got.node != H, got.explanation
