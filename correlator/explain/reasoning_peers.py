@@ -175,7 +175,10 @@ def _one_faulted_host(
     found: list[Finding], losses: list[Finding], printers: set[str]
 ) -> dict[str, list[Finding]]:
     """{host: its faults} when exactly one host that printed no loss shows a fault of its own
-    in the losses' window (the peer UCX's timeouts name no host of); else {}."""
+    in the losses' window (the peer UCX's timeouts name no host of); else {}. A loss whose
+    printer the text does not show leaves none: the crashed host may be that printer."""
+    if not all(f.event.node for f in losses):
+        return {}
     by_host: dict[str, list[Finding]] = {}
     for g in found:
         host = g.verdict.culprit or (g.event.node if g.verdict.at_printer else None)

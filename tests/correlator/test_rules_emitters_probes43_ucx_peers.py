@@ -166,6 +166,13 @@ def test_a_sigkill_of_another_host_is_the_teardown_and_links_nothing(form: str) 
     assert _verdict(text)[2] != B
 
 
+def test_a_peerless_timeout_whose_printer_is_not_shown_links_no_crash() -> None:
+    # the UCX prefix lost in the paste: the crashed host may be the one that printed the loss
+    bare = " ib_mlx5_log.c:177  UCX  ERROR Transport retry count exceeded on mlx5_0:1/IB (synd "
+    text = bare + "0x15 vend 0x81 hw_synd 0/0)\n" + _crashes(B)["kernel_segfault"][0]
+    assert _verdict(text)[0] == "interconnect"
+
+
 def test_a_local_ucx_completion_error_points_at_no_peer() -> None:
     # "Local protection error" is the printer's own work request: no peer stopped answering
     text = (
