@@ -114,6 +114,9 @@ FAMILY_FILES = (
     "eks_node_monitoring.json",
     "nvidia_smi.json",
     "device_plugin.json",
+    # the GPU operator's MIG manager (probe set 30): before the launchers' bare exit statuses, which
+    # its "failed to apply MIG configuration: exit status 1" would otherwise read as the job's
+    "mig_manager.json",
     # after the device plugin's nvidia-container-cli texts, which apptainer quotes; before
     # kubelet.json, whose exec-not-found is the image's (nvidia-container-cli is the host's)
     "apptainer.json",
@@ -125,6 +128,11 @@ FAMILY_FILES = (
     "cuda.json",
     # GPUDirect Storage's status strings name the cuFile error, not a CUDA one
     "cufile.json",
+    # NVSHMEM (probe set 30): its error macros name the file, not a host; before nccl.json, whose
+    # IB and CUDA-failure rules read some of its lines with NCCL's wording
+    "nvshmem.json",
+    # GPUDirect RDMA's kernel pieces (probe set 30): nvidia-peermem, nv_peer_mem, gdrcopy
+    "gpudirect.json",
     # RMM's device out-of-memory is a std::bad_alloc by type: read before the host OOM rule
     "rmm.json",
     "triton.json",
@@ -161,6 +169,8 @@ FAMILY_FILES = (
     "resiliency.json",
     "kube_scheduler.json",
     "volcano.json",
+    # Kueue (probe set 30): its Workload events and conditions, beside the other batch schedulers
+    "kueue.json",
     "node_problem_detector.json",
     "kubelet.json",
     "karpenter.json",
