@@ -169,7 +169,8 @@ FORMATS = (
             "type": ("Warning",),
             "reason": ("Pending", "WaitingForQuota"),
         },
-        ("scheduler", "job"),
+        # as kube-scheduler's unschedulable pod: the cluster has no room now
+        INFRA,
         prefixes=_DESCRIBE,
     ),
     Fmt(

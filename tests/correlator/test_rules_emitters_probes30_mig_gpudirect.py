@@ -74,6 +74,8 @@ MIG_FORMATS = (
                 "Labels:             nvidia.com/mig.config=all-1g.10gb\n"
                 "                    nvidia.com/mig.config.state=failed",
                 '    nvidia.com/mig.config.state: "failed"',
+                # kubectl get node -o json
+                '            "nvidia.com/mig.config.state": "failed",',
             )
         },
         NODE,

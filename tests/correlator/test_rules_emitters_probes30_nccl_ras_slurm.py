@@ -61,6 +61,23 @@ RAS_FORMATS = (
         prefixes=_COMM,
     ),
     Fmt(
+        "ras-operation-count-rank",
+        RAS,
+        "  {n} ranks have launched up to operation 1824\n  Rank {r} {has} -- GPU {gpu} managed "
+        "by process {pid} on node {host}\n",
+        {
+            **_GPU,
+            "host": RAS_NODES,
+            "n": (15, 7),
+            "has": ("has launched up to operation 1823", "has not launched any operations"),
+            "sec": ("MISMATCH",),
+            "head": ("Communicator ranks have different AllReduce operation counts",),
+        },
+        ("nccl_timeout_unknown", "unknown"),
+        culprit="host",
+        prefixes=_COMM,
+    ),
+    Fmt(
         "ras-rank-system-error",
         RAS,
         "  Rank {r} reported {err} -- GPU {gpu} managed by process {pid} on node {host}\n",
