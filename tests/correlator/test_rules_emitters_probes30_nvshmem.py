@@ -15,7 +15,16 @@ from __future__ import annotations
 import pytest
 
 from correlator.explain import explain_text
-from tests.correlator.emitter_probe import HOSTS, Fmt, check, params
+from tests.correlator.emitter_probe import (
+    HOSTS,
+    NAMED_PEERS,
+    NET,
+    PEERS,
+    Fmt,
+    check,
+    errnos,
+    params,
+)
 
 SRC = "NVIDIA/nvshmem {}@2d7d25f081"
 # where NVSHMEM was built (the macros print __FILE__ as the compiler saw it)
@@ -127,6 +136,26 @@ FORMATS = (
         ("node", "unknown"),
         culprit="host",
         prefixes=_JOURNAL,
+    ),
+    # the UID bootstrap carries NCCL's socket code with WARN mapped to BOOTSTRAP_ERROR_PRINT
+    # (src/modules/bootstrap/uid/ncclSocket/ncclsocket_debug.h): the peer it names is the culprit
+    Fmt(
+        "uid-bootstrap-connect",
+        SRC.format("src/modules/bootstrap/uid/ncclSocket/ncclsocket_socket.cpp"),
+        "{root}/src/modules/bootstrap/uid/ncclSocket/ncclsocket_socket.cpp:socketStartConnect:"
+        "496: socketStartConnect: Connect to {peer} failed : {err}\n",
+        {**_ROOTS, "peer": PEERS, "err": errnos("ECONNREFUSED", "ETIMEDOUT", "EHOSTUNREACH")},
+        NET,
+        culprit="peer",
+    ),
+    Fmt(
+        "uid-bootstrap-closed-by-peer",
+        SRC.format("src/modules/bootstrap/uid/ncclSocket/ncclsocket_socket.cpp"),
+        "{root}/src/modules/bootstrap/uid/ncclSocket/ncclsocket_socket.cpp:socketProgress:59: "
+        "socketProgress: Connection closed by remote peer {peer}\n",
+        {**_ROOTS, "peer": NAMED_PEERS},
+        NET,
+        culprit="peer",
     ),
     Fmt(
         "init-failed",
