@@ -17,9 +17,12 @@ EVIDENCE_LINES = 6
 # entry (_format_failure) is "[<rank>]:" then "  time      : ", host, rank, exitcode,
 # error_file and traceback fields; the verdict reads the root cause's host, rank, exit code and
 # the signal its traceback names (collector/parse/joblog_launch.failure_entry).
-_ENTRY = re.compile(r"\s*\[-?\d+\]:\s*")
-_READ_FIELDS = re.compile(r"\s*(?:host|rank|exitcode)\s*:|\s*traceback\s*:.*\bSignal \d+")
-_FIELD = re.compile(r"\s*[a-z_]+\s*: ?")
+# Read with match/fullmatch only: \A says so (a search would retry every position of a long
+# blank or '_' run), and the possessive runs are followed by what they cannot take, so each
+# matches what the plain run did (same lines matched).
+_ENTRY = re.compile(r"\A\s*+\[-?\d++\]:\s*+")
+_READ_FIELDS = re.compile(r"\A(?:\s*+(?:host|rank|exitcode)\s*+:|\s*+traceback\s*+:.*\bSignal \d+)")
+_FIELD = re.compile(r"\A\s*+[a-z_]++\s*+: ?")
 # the read lines looked up in the text (a table's header above a row, the first quoted line):
 # as many as a quote can take, with room for blank and repeated ones
 _LOOKED_UP = 4 * EVIDENCE_LINES

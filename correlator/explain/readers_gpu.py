@@ -220,7 +220,12 @@ def read_smi_table(lines: list[str]) -> ReadResult:
 
 # --- dcgmi diag ---------------------------------------------------------------------------
 
-_DIAG_ROW = re.compile(r"^\|\s*(?P<test>[^|]*?)\s*\|\s*(?P<result>[^|]*?)\s*\|\s*$")
+# A cell is its text less the blanks around it: words and the blanks between them, taken
+# possessively (a lazy cell between two \s* runs tried every split of a blank run, cubic).
+_CELL_TEXT = r"(?:[^|\s]++(?:\s++[^|\s]++)*+)?"
+_DIAG_ROW = re.compile(
+    rf"^\|\s*+(?P<test>{_CELL_TEXT})\s*+\|\s*+(?P<result>{_CELL_TEXT})\s*+\|\s*+$"
+)
 _GPU_FAIL = re.compile(r"^(?:GPU\s*(?P<idx>\d+)\s*:\s*)?Fail\b", re.I)
 
 

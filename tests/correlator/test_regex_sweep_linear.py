@@ -48,11 +48,7 @@ KNOWN_SLOW = {
     "collector.parse.kernel_rules._NVLINK": "'knvlink' repeated, .*.*",
     "collector.parse.kernel_rules._XID": "'NVRM: Xid (' repeated",
     "collector/slurm/hostlist.py:65": "unreachable: _split_top refuses an unclosed '[' first",
-    "correlator.explain.evidence._ENTRY": "blanks before '[': \\s* from every position",
-    "correlator.explain.evidence._FIELD": "blanks / '_' runs: \\s*[a-z_]+\\s*",
-    "correlator.explain.evidence._READ_FIELDS": "blanks: \\s* from every position",
     "correlator.explain.hosts._LINE_PATTERNS[23]": "lazy then greedy [\\w.-] around a letter",
-    "correlator.explain.readers_gpu._DIAG_ROW": "blanks in a '| a |' row: lazy cell + \\s*",
     "correlator.explain.wrappers_aggregators._LOKI_PAIR": "letters: bounded {0,127}, ratio ~2",
     "correlator.rules.xid._RECOVERY_RE": "its literal repeated, .*?",
     # under the bar at this length but growing about as the square (or noisy near it)
