@@ -29,7 +29,13 @@ _CUDA_TEXTS: list[tuple[str, str, int]] = [
 # long run of word characters or digits is quadratic on hostile lines.
 _CUDA_ERR = re.compile(
     r"(?:(?<![\w.])(?P<exc>[\w.]+Error): )?"
-    r"(?:CUDA error|CUDA driver error|(?P<name>cudaError\w+|CUDA_ERROR_\w+)): (?P<text>[^\n]+?)\s*$"
+    # Without an exception before it, a name is read from the first cudaError/CUDA_ERROR_ of its
+    # word ((?(exc)|...)): a later one in the same word ends where it ends, and retrying each was
+    # quadratic on a word repeating them. The text is the rest of the line less its trailing
+    # blanks (its first character when that is all), as the lazy [^\n]+?\s*$ read it, without
+    # retrying \s*$ from every blank of a long run.
+    r"(?:CUDA error|CUDA driver error|(?(exc)|(?<!\w)(?>\w*?(?=cudaError|CUDA_ERROR_)))"
+    r"(?P<name>(?:cudaError|CUDA_ERROR_)\w++)): (?P<text>[^\n](?:[^\n]*[^\s])?)\s*$"
 )
 # Old PyTorch: "RuntimeError: cuda runtime error (39) : uncorrectable ECC error encountered at f:l"
 _OLD_RUNTIME = re.compile(

@@ -30,7 +30,10 @@ class JobMatch:
 # --- NCCL watchdog --------------------------------------------------------------------------
 
 _WATCHDOG = re.compile(
-    r"Watchdog caught collective operation timeout: WorkNCCL\((?P<args>.*?)\) ran for "
+    # from the first 'Watchdog ... WorkNCCL(' of a line only: a later one reaches less, so it
+    # matches only when the first does (retrying each of a line repeating it was quadratic)
+    r"(?<![^\n])(?>[^\n]*?Watchdog caught collective operation timeout: WorkNCCL\()"
+    r"(?P<args>.*?)\) ran for "
     r"(?P<ran>\d+) milliseconds before timing out"
 )
 _RANK = re.compile(r"\[(?:PG ID (?P<pg>\S+) PG GUID (?P<guid>\S+) )?Rank (?P<rank>\d+)\]")

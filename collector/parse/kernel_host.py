@@ -19,7 +19,10 @@ _AER_RECEIVED = re.compile(
     r"(?:(?P<src>" + _DEV + r")|id=(?P<id>[0-9a-fA-F]+))"
 )
 _AER_BUS = re.compile(
-    r"PCIe Bus Error: severity=(?P<sev>[^,]+), type=(?P<type>[^,]+),\s*"
+    # from the first 'PCIe Bus Error: severity=' after a ',' (or the start) only: a later one
+    # before the next ',' reads the same severity and type, so it matches only when the first
+    # does (retrying each of a line repeating it was quadratic)
+    r"(?<![^,])(?>[^,]*?PCIe Bus Error: severity=)(?P<sev>[^,]+), type=(?P<type>[^,]+),\s*"
     r"(?:id=(?P<id>[0-9a-fA-F]+))?\(?(?P<agent>[\w ]+ ID)?\)?"
 )
 _AER_STATUS = re.compile(

@@ -36,7 +36,12 @@ class Match:
 
 # --- NVRM Xid -------------------------------------------------------------------------------
 
-_XID = re.compile(r"NVRM: Xid \((?P<dev>[^)]*)\):\s*(?P<code>\d+)(?:,\s*(?P<rest>.*))?$")
+# From the first 'NVRM: Xid (' after a ')' (or the start) only ((?<![^)])(?>[^)]*?...)): every
+# later one before the next ')' has the same device text and the same rest, so it matches only
+# when the first does, and retrying each of them on a line that repeats it was quadratic.
+_XID = re.compile(
+    r"(?<![^)])(?>[^)]*?NVRM: Xid \()(?P<dev>[^)]*+)\):\s*+(?P<code>\d++)(?:,\s*(?P<rest>.*))?$"
+)
 _PID = re.compile(r"\bpid=(?P<pid>'[^']*'|\S+?)(?:,\s*|\s+|$)")
 _NAME = re.compile(r"\bname=(?P<name>.*?)(?:,\s*|$)")
 _CHANNEL = re.compile(r"\b(?:channel|Ch) (?:0x)?(?P<ch>[0-9a-fA-F]+)(?:,\s*|\s+|$)")
@@ -91,7 +96,9 @@ def _xid(msg: str) -> Match | None:
 # --- NVSwitch SXid --------------------------------------------------------------------------
 
 _SXID = re.compile(
-    r"(?P<sw>nvidia-nvswitch\d*): SXid \((?P<dev>[^)]*)\):\s*(?P<code>\d+),\s*(?P<rest>.*)$"
+    # the first 'nvidia-nvswitchN: SXid (' after a ')' only, as _XID
+    r"(?<![^)])(?>[^)]*?(?P<sw>nvidia-nvswitch\d*+): SXid \()(?P<dev>[^)]*+)\):\s*+(?P<code>\d++),"
+    r"\s*(?P<rest>.*)$"
 )
 
 
@@ -145,9 +152,13 @@ _RMINIT = re.compile(
     r"NVRM: (?:GPU " + _PCI_IN + r": )?(?P<what>RmInitAdapter failed!|rm_init_adapter failed)"
     r"(?: \((?P<status>[0-9a-fA-Fx:]+)\))?(?:, device minor number (?P<minor>\d+))?"
 )
+# Tried once a line (only whether it matches is read): from the first word that holds
+# NVRM/nvidia-nvlink and ends in ': ' (the word is checked from its start, so a word repeating
+# the tag is read once), then from the first NVLink/knvlink after it; each later one on the line
+# reaches less, so a failure there is a failure from every later one (it was quadratic).
 _NVLINK = re.compile(
-    r"(?:NVRM|nvidia-nvlink)\S*: .*(?:\bNVLink\b|\bknvlink\w*)"
-    r".*\b(?:error|fail\w*|fatal|down|fault)",
+    r"(?<![^\n])(?>[^\n]*?(?<!\S)(?=\S*+(?<=:) )\S*?(?:NVRM|nvidia-nvlink))\S*+ "
+    r"(?>.*?(?:\bNVLink\b|\bknvlink)).*\b(?:error|fail\w*|fatal|down|fault)",
     re.I,
 )
 

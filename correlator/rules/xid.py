@@ -75,7 +75,10 @@ def xid_info(code: int) -> XidInfo | None:
 # Xid 154 names the action the driver wants, e.g.
 # "GPU recovery action changed from 0x0 (None) to 0x1 (GPU Reset Required)".
 _RECOVERY_RE = re.compile(
-    r"recovery action changed from .*? to (0x[0-9a-fA-F]+)\s*\(([^)]*)\)", re.I
+    # from the first 'recovery action changed from ' of a line: a later one on the line reaches
+    # less, so it matches only when the first does (retrying each was quadratic)
+    r"(?<![^\n])(?>[^\n]*?recovery action changed from ).*? to (0x[0-9a-fA-F]+)\s*\(([^)]*)\)",
+    re.I,
 )
 _RECOVERY_ACTIONS: dict[int, tuple[Category | None, Blame, str]] = {
     0: (None, Blame.UNKNOWN, "none: the GPU can be used again by starting a new process"),
