@@ -64,7 +64,12 @@ _EXITS: list[tuple[str, re.Pattern[str], str]] = [
     ),
     (
         "hydra",
-        re.compile(r"TERMINATED WITH THE EXIT STRING: [^(\n]*\(signal (?P<num>\d+)\)"),
+        # from the first tag after a '(' or newline only: every later one before the next '('
+        # reads the same signal (retrying each of a line repeating it was quadratic)
+        re.compile(
+            r"(?<![^(\n])(?>[^(\n]*?(?=TERMINATED WITH THE EXIT STRING: ))"
+            r"TERMINATED WITH THE EXIT STRING: [^(\n]*\(signal (?P<num>\d+)\)"
+        ),
         "neg",
     ),
     (

@@ -164,8 +164,9 @@ HARDWARE: tuple[PatternRule, ...] = (
     _p(
         "ib_completion",
         r"NET/IB\w*\s*:.{0,120}(completion|error \d+|status=\d+|IBV_WC_)|"
-        r"Got completion from peer|IBV_WC_\w+_ERR|ibv_(poll_cq|post_send|modify_qp|"
-        r"reg_mr)\w* failed",
+        # IBV_WC_\w+_ERR from the first IBV_WC_ of a word: a later one in it reaches less
+        r"Got completion from peer|(?<!\w)(?>\w*?(?=IBV_WC_))IBV_WC_\w+_ERR|"
+        r"ibv_(poll_cq|post_send|modify_qp|reg_mr)\w*+ failed",
         NET,
         Blame.INFRA,
         action="check the InfiniBand/RoCE link and switch port of the named host; "
@@ -179,7 +180,8 @@ HARDWARE: tuple[PatternRule, ...] = (
     # informational events (a port coming up, SM/P_Key changes, drained queues) are no fault
     _p(
         "ib_port",
-        r"mlx5_\d+.{0,60}(link (is )?down|port.{0,20}down|error)|\bib\d\b.{0,20}link (is )?down|"
+        # \d++: what the .{0,60} leads to starts with a letter, after the whole number anyway
+        r"mlx5_\d++.{0,60}(link (is )?down|port.{0,20}down|error)|\bib\d\b.{0,20}link (is )?down|"
         r"Physical link down|IBV_EVENT_PORT_ERR|NET/IB\w*\s*:\s*Got async event\s*:"
         r"(?!\s*(?:port active|P_Key change|SM change|client reregistration|path migrated|"
         r"send queue drained|last WQE reached|SRQ limit reached|communication established))",

@@ -24,16 +24,10 @@ LIMIT = 0.032
 # how often A repeats, so a line must repeat the pattern's own literal thousands of times.
 KNOWN_SLOW = {
     # emitter rules
-    "ib_verbs.json:mlx5_cmd_timeout": "its literal repeated",
-    "kubelet.json:evict_node_disk": "'The node had condition: [' repeated",
-    "kubelet.json:evict_node_pids": "'The node had condition: [' repeated",
-    "mpi.json:hydra_control_socket_closed": "its literal repeated",
     "nccl.json:nccl_init_invalid_argument": "its literal repeated",
     "os_errors.json:os_mount_disconnected": "'cannot create ' repeated",
     "parallelcluster.json:pcluster_insufficient_capacity": "its literal repeated",
     # the built-in rules (correlator/rules/patterns_*.py) as explain's readers hold them
-    "correlator.explain.readers.PATTERNS<ib_completion>.regex": "'IBV_WC_' repeated",
-    "correlator.explain.readers.PATTERNS<ib_port>.regex": "'mlx5_' + digits, .{0,60}",
     # module-level patterns (the agent's parsers cut a line at MAX_LINE, 8,192 characters)
     "collector.parse.kernel_host._INVOKED": "'(' repeated after gfp_mask=",
     "collector/slurm/hostlist.py:65": "unreachable: _split_top refuses an unclosed '[' first",
@@ -41,12 +35,8 @@ KNOWN_SLOW = {
     "correlator.explain.wrappers_aggregators._LOKI_PAIR": "letters: bounded {0,127}, ratio ~2",
     # under the bar at this length but growing about as the square (or noisy near it)
     "cuda.json:tf_check_ok_out_of_memory": "'Non-OK-status: ' repeated",
-    "device_plugin.json:dp_go_panic_in_plugin_rpc": "'GetDevicePluginOptions' repeated",
-    "kubelet.json:evict_memory": "'Failed to admit pod has conditions: ' repeated",
     "linux_kernel.json:kernel_io_error": "'XFS (' + 'x=' repeated",
-    "mpi.json:mpich_exit_string": "'TERMINATED WITH THE EXIT STRING: ' repeated",
     "pytorch.json:c10d_network_error": "'c10d' + 'TCPStore' repeated",
-    "collector.parse.joblog_more._EXITS[11][1]": "mpich_exit_string's shape",
     "correlator.explain.readers.PATTERNS<node_fail>.regex": "'a:' repeated",
     "correlator.explain.readers.PATTERNS<nvlink>.regex": "'NVLink' repeated, .*",
 }
