@@ -148,8 +148,10 @@ _LINE_PATTERNS: tuple[re.Pattern[str], ...] = (
     # name, the container's id "036c56dce41b"; a node named by its dashed address "10-12-3-162"):
     # Open MPI and PRRTE print it "[%s:%05d] " (opal/util/stacktrace.c, "[%s:%05d] *** Process
     # received signal ***"), so the pid has 5 digits or more; a name with a letter or a dash in
-    # it, never an "[address:port]", a "[12:34]" time or a date
-    re.compile(r"^\s*\[(?!\d{4}-\d\d-\d\d\b)(?P<h>\d[\w.-]*?[A-Za-z-][\w.-]*):\d{5,}\] "),
+    # it, never an "[address:port]", a "[12:34]" time or a date. The name is its whole [\w.-] run
+    # (':' ends it), so the letter or dash is looked for once, ahead, not by a lazy run and a
+    # greedy one splitting the name every way (quadratic on a long run)
+    re.compile(r"^\s*+\[(?!\d{4}-\d\d-\d\d\b)(?P<h>\d(?=[\w.-]*?[A-Za-z-])[\w.-]*+):\d{5,}\] "),
     # PBS/Torque job mail "Exec host:  gpu-07/5", accounting "exec_host=gpu-07/0"
     re.compile(r"^\s*Exec host:\s+(?P<h>[A-Za-z0-9][\w.-]*)(?:/[\d+*-]+)?\s*$"),
     re.compile(r"\bexec_host=(?P<h>[A-Za-z0-9][\w.-]*)/"),

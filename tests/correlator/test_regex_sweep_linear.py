@@ -25,13 +25,11 @@ LIMIT = 0.032
 KNOWN_SLOW = {
     # emitter rules
     "nccl.json:nccl_init_invalid_argument": "its literal repeated",
-    "os_errors.json:os_mount_disconnected": "'cannot create ' repeated",
     "parallelcluster.json:pcluster_insufficient_capacity": "its literal repeated",
     # the built-in rules (correlator/rules/patterns_*.py) as explain's readers hold them
     # module-level patterns (the agent's parsers cut a line at MAX_LINE, 8,192 characters)
     "collector.parse.kernel_host._INVOKED": "'(' repeated after gfp_mask=",
     "collector/slurm/hostlist.py:65": "unreachable: _split_top refuses an unclosed '[' first",
-    "correlator.explain.hosts._LINE_PATTERNS[23]": "lazy then greedy [\\w.-] around a letter",
     "correlator.explain.wrappers_aggregators._LOKI_PAIR": "letters: bounded {0,127}, ratio ~2",
     # under the bar at this length but growing about as the square (or noisy near it)
     "cuda.json:tf_check_ok_out_of_memory": "'Non-OK-status: ' repeated",
