@@ -20,23 +20,18 @@ LIMIT = 0.032
 
 # Patterns the sweep of 29 Nov 2026 found slow and left as they are, each with its worst
 # shape (prefix + unit repeated) and why it stays; a new slow pattern fails the sweep.
-# Mostly "A.*B" and "A[^x]*B" retried from every occurrence of A in one line: quadratic in
-# how often A repeats, so a line must repeat the pattern's own literal thousands of times.
 KNOWN_SLOW = {
-    # emitter rules
-    "nccl.json:nccl_init_invalid_argument": "its literal repeated",
+    # A bounded lazy window .{0,4000}? tried from every occurrence of its opening literal: a
+    # later occurrence's window reaches further, so the first cannot stand for the rest (no
+    # linear equivalent in re); ~14 ms at 8k, then linear once past the window.
     "parallelcluster.json:pcluster_insufficient_capacity": "its literal repeated",
-    # the built-in rules (correlator/rules/patterns_*.py) as explain's readers hold them
-    # module-level patterns (the agent's parsers cut a line at MAX_LINE, 8,192 characters)
+    # The lazy gfp tries '(...)' at each '(' and each scan runs to the next ')': quadratic on
+    # 'a invoked oom-killer: gfp_mask=a' + '(' * N (~42 ms at 8k, 0.56 s at 32k); read with
+    # match on kernel lines the agent cuts at MAX_LINE (8,192 characters).
     "collector.parse.kernel_host._INVOKED": "'(' repeated after gfp_mask=",
     "collector/slurm/hostlist.py:65": "unreachable: _split_top refuses an unclosed '[' first",
+    # linear (bounded {0,127}: up to 128 steps a position), ~7 ms at 8k: noisy near the bar
     "correlator.explain.wrappers_aggregators._LOKI_PAIR": "letters: bounded {0,127}, ratio ~2",
-    # under the bar at this length but growing about as the square (or noisy near it)
-    "cuda.json:tf_check_ok_out_of_memory": "'Non-OK-status: ' repeated",
-    "linux_kernel.json:kernel_io_error": "'XFS (' + 'x=' repeated",
-    "pytorch.json:c10d_network_error": "'c10d' + 'TCPStore' repeated",
-    "correlator.explain.readers.PATTERNS<node_fail>.regex": "'a:' repeated",
-    "correlator.explain.readers.PATTERNS<nvlink>.regex": "'NVLink' repeated, .*",
 }
 
 
