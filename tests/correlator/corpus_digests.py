@@ -142,3 +142,7 @@ VALIDATION_36_SHA256 = "c6a89eddc93e89725dbfb9d7dd1a0ca3716b40969419613b489929bd
 # the 10 sorted new sources after random.Random(74).shuffle, drawn before any rule of round
 # forty-two and scored once with the rules of 6d65ff0): never move a case in or out.
 VALIDATION_37_SHA256 = "1b50a0eea8b21ba0883d30cb287462267919a90deb7a26156af347a6b205e073"
+# sha256 of the sorted validation_38 sources (round forty-three's held-out split: the first half of
+# the 10 sorted new sources after random.Random(76).shuffle, drawn before any rule of round
+# forty-three and scored once with the rules of ace8fa2): never move a case in or out.
+VALIDATION_38_SHA256 = "30c64314803d75037c7fd487f20fd247d61be1b5262e4d045a403a728ba5b6fa"
