@@ -295,3 +295,27 @@ def not_at_fault(
     _idle_prompts(lines, named, failing, out)
     _quiet_streams(named, prefixed, failing, out)
     return out
+
+
+# Open MPI's and PRRTE's "lost communication with a remote daemon" help text names the local
+# side too: "  HNP daemon   : %s on node %s" above "  Remote daemon: %s on node %s" (open-mpi/ompi
+# orte/mca/errmgr/base/help-errmgr-base.txt @097df599c547, openpmix/prrte
+# src/mca/errmgr/base/help-errmgr-base.txt): the HNP's node only lost the remote one.
+_HNP_SIDE = re.compile(r"^\s*HNP daemon\s*: \S+ on node \S+\s*$")
+
+
+def losers(
+    lines: list[str], named: list[str | None], failed: list[bool], lost: list[bool]
+) -> set[str]:
+    """The hosts (lower-case) some of whose lines (`named`, each line's host) were read as a
+    failure (`failed`) and every such line only as a loss (`lost`: a timeout, a peer's error,
+    reasoning_peers.reports_loss; the HNP side of a lost daemon): they show nothing of a fault
+    that names no host."""
+    hit: set[str] = set()
+    own: set[str] = set()
+    for line, host, bad, loss in zip(lines, named, failed, lost, strict=True):
+        if host and _HNP_SIDE.match(line):
+            hit.add(host.lower())
+        elif host and bad:
+            (hit if loss else own).add(host.lower())
+    return hit - own

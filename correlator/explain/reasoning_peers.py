@@ -171,6 +171,27 @@ def _ucx_timeout(f: Finding) -> bool:
     return bool(_UCX_LINE.search(raw) and _UCX_TIMEOUT.search(raw))
 
 
+# What a printer loses is a collective or a connection; a CUDA call's failure that no rule
+# blames its printer for (NCCL's "%s:%d -> 1" return-code trace, src/include/checks.h) is still
+# its own process's
+_LOSS_KINDS = frozenset({Category.INTERCONNECT, Category.NCCL_TIMEOUT_UNKNOWN})
+
+
+def reports_loss(v: Verdict, raw: str, node: str | None) -> bool:
+    """Whether a line read as `v` (its host `node`) reports only what its printer lost: a
+    timeout or a lost connection (the rules' at_printer False), a remote peer named at fault, or
+    an InfiniBand completion that lost its peer (retry exceeded, UCX's endpoint timeout; the
+    module's sources). Such a line shows no fault of its printer's own beside another fault;
+    a line whose host is the peer it blames ("Remote daemon: ... on node X") is that peer's."""
+    if v.culprit and node and v.culprit.lower() == node.lower():
+        return False
+    if v.culprit or (not v.at_printer and v.category in _LOSS_KINDS):
+        return True
+    if v.summary in _VICTIM_SUMMARIES and _PEER_LOST.search(raw):
+        return True
+    return bool(_UCX_LINE.search(raw) and _UCX_TIMEOUT.search(raw))
+
+
 def _one_faulted_host(
     found: list[Finding], losses: list[Finding], printers: set[str]
 ) -> dict[str, list[Finding]]:
