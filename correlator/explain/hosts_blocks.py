@@ -29,7 +29,10 @@ Where a block ends, its host ends: ClusterShell, Ansible and pssh print nothing 
 block, so that one runs to the next header, Ansible banner, shell prompt (bash's, zsh's, fish's
 or SUSE's, as hosts_fields reads them) or, for ClusterShell, the return codes its _close_common
 prints after the gathered blocks (cea-hpc/clustershell lib/ClusterShell/CLI/Clush.py
-@c09f82763b2b: "clush: %s: exited with exit code %d", "clush: %s: command timeout"); a Hydra
+@c09f82763b2b: "clush: %s: exited with exit code %d", "clush: %s: command timeout") or its
+interactive prompt (ttyloop's "clush> "); a blank line is no end of a clush block: Display.py
+_print_content writes the header, the gathered content and one "\n", so a blank line there is
+the remote output's own (nvidia-smi's, a chained Python traceback's); a Hydra
 block ends at its first line without "="; a describe block at describeNode's last line.
 Ansible's ad-hoc "rc=N >>" blocks and pssh -i's print no end mark, but neither tool ever
 prints a blank line: minimal.py's _command_generic_msg is the header, then stdout, stderr and
@@ -82,11 +85,14 @@ _JSON_RESULT = frozenset({1, 2})  # the _HEADERS whose result follows as JSON ("
 # lines that end a block without opening another: Ansible's banners ("TASK [x] ****", "PLAY
 # RECAP ****"), a shell prompt (the paste went on with another command): bash's "user@host:dir$"
 # or the bare "$ command" a paste shows a typed command with (bash's PS1 ends in "\$ "), and
-# clush's return codes, printed after its last gathered block
+# clush's return codes, printed after its last gathered block, and its interactive prompt
+# (lib/ClusterShell/CLI/Clush.py @c09f82763b2b ttyloop: raw_input("clush> ") once a command's
+# gathered output is written), with or without the next command typed at it
 _ENDS = re.compile(
     r"^(?:(?:PLAY|TASK|RUNNING HANDLER|PLAY RECAP)\b.*\*{3,}\s*$"
     r"|\s*(?:\([\w.-]+\)\s*)?\[?[\w.-]+@[\w.-]+[: ][^\n#$%]*?[#$%](?:\s|$)"
     r"|\$ \S"
+    r"|clush>(?: |$)"
     r"|clush: \S+(?: \(\d+\))?: (?:exited with exit code -?\d+|command timeout)\s*$)"
 )
 # the other shells' default prompts (hosts_fields: zsh's "gpu-07% ", fish's "user@host ~/dir> ",
