@@ -25,6 +25,7 @@ from correlator.explain.hosts_records import logentry_hosts
 from correlator.explain.readers_gpu import _event
 from correlator.explain.readers_sched import context_hosts
 from correlator.explain.readers_structured import HEALTH, read_structured
+from correlator.explain.readers_ucx import ucx_gid_peers
 from correlator.explain.reasoning_peers import reports_loss
 from correlator.explain.wrappers import Delivered, undelivered
 from correlator.rules import PATTERNS, classify_event, first_rule
@@ -339,6 +340,7 @@ def read_delivered(text: str) -> tuple[list[Event], list[str], Delivered, list[s
     events = structured.events + parsed + _verbatim(fallback, verbatim)
     _attach_hosts(events, (bare, lines), hints, hydra)
     _labelled(events, delivered.labels)
+    ucx_gid_peers(events, lines)
     each = [named[i] or host_in_line(ln) for i, ln in enumerate(lines)]
     # a host that a line names in a healthy status, at an idle prompt, in a stream of its own
     # without the failure or only in losses is no last resort
@@ -358,11 +360,9 @@ def _suspects(
     lines with any reading, those read as a failure, and those read only as a loss)."""
     failing, failed, lost = read
     quiet = not_at_fault(lines, each, failing, found)
-    # a host whose every failure line reports a loss (a timeout, a peer's error) shows no fault
-    # of its own: it is no suspect of a fault no host is named on (issue #11)
-    victims = losers(lines, each, failed, lost)
-    suspects = [h for h, q in zip(each, quiet, strict=True) if h and not q]
-    suspects = [h for h in suspects if h.lower() not in victims]
+    # a host whose every failure line reports a loss (a timeout, a peer's error) is no suspect
+    out = losers(lines, each, failed, lost)
+    suspects = [h for h, q in zip(each, quiet, strict=True) if h and not (q or h.lower() in out)]
     # a host seen only in a healthy run's progress lines (NCCL init, srun -v's launch) is no
     # suspect while another host may be: the other ranks of a job print them too; a progress
     # line a rule reads as no failure (NCCL's net plugin fallback) is still one

@@ -37,6 +37,7 @@ import re
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
+from correlator.explain.readers_ucx import PEER_KEY
 from correlator.rules import KIND_DEFAULTS, PATTERNS
 from correlator.rules.hosts import RANK_PEER
 from correlator.rules.signals import SELF_CRASH
@@ -215,7 +216,9 @@ def _peer(f: Finding, addresses: dict[str, str]) -> str | None:
     """The host the completion error's peer is, as the text shows it; None when unknown."""
     named = f.verdict.peer_named or f.verdict.culprit
     if not named:
-        return None
+        # UCX's peer by the IPv4 of its RoCE GID (readers_ucx.py): a host only where the text
+        # ties that address to one
+        return addresses.get(str(f.event.payload.get(PEER_KEY, "")))
     if named.startswith(RANK_PEER):
         return addresses.get(named)  # a rank whose host the text does not show names none
     return addresses.get(named.lower().split("%")[0]) or named
