@@ -10,7 +10,7 @@ from correlator.explain.hosts import distinct
 from correlator.explain.hosts_ranks import unresolved_rank
 from correlator.explain.readers_edac import edac_ce_storms
 from correlator.explain.readers_poison import memory_faults, sigbus_of_poison
-from correlator.explain.reasoning_peers import fault_behind_transport
+from correlator.explain.reasoning_peers import fault_behind_transport, gid_peer
 from correlator.rules import caused_by, classify_event
 from correlator.rules.checks import shows_fault, with_cause
 from correlator.rules.signals import SELF_CRASH, after_crash, decode
@@ -203,7 +203,7 @@ def node_of(
     if len(hosts) == 1:
         return hosts[0]
     if hosts:  # several nodes show it: the one peer they all name, or the first to fail
-        shared = shared_peer(own, hosts)
+        shared = shared_peer(own, hosts, addresses)
         if shared:
             return _as_named(shared, distinct(text_hosts))
         return first_in_time(own, conclusion.verdict)
@@ -287,13 +287,17 @@ def most_named(peers: list[str]) -> str | None:
     return spelled[top] if n > second and n >= 2 else None
 
 
-def shared_peer(own: list[Finding], hosts: list[str]) -> str | None:
+def shared_peer(
+    own: list[Finding], hosts: list[str], addresses: dict[str, str] | None = None
+) -> str | None:
     """The one peer that every host's own failure names (InfiniBand completions that several
-    hosts got from one peer), when it is none of those hosts; else None."""
-    named = {f.verdict.peer_named.lower() if f.verdict.peer_named else "" for f in own}
+    hosts got from one peer; UCX's by the GID `addresses` ties to a host), when it is none of
+    those hosts; else None."""
+    peers = [f.verdict.peer_named or gid_peer(f, addresses or {}) for f in own]
+    named = {p.lower() if p else "" for p in peers}
     if len(named) != 1 or "" in named or named & {h.lower() for h in hosts}:
         return None
-    return next(f.verdict.peer_named for f in own if f.verdict.peer_named)
+    return next(p for p in peers if p)
 
 
 _CASCADE = {Category.USER_CODE, Category.OOM_HOST, Category.OOM_GPU}

@@ -216,12 +216,16 @@ def _peer(f: Finding, addresses: dict[str, str]) -> str | None:
     """The host the completion error's peer is, as the text shows it; None when unknown."""
     named = f.verdict.peer_named or f.verdict.culprit
     if not named:
-        # UCX's peer by the IPv4 of its RoCE GID (readers_ucx.py): a host only where the text
-        # ties that address to one
-        return addresses.get(str(f.event.payload.get(PEER_KEY, "")))
+        return gid_peer(f, addresses)
     if named.startswith(RANK_PEER):
         return addresses.get(named)  # a rank whose host the text does not show names none
     return addresses.get(named.lower().split("%")[0]) or named
+
+
+def gid_peer(f: Finding, addresses: dict[str, str]) -> str | None:
+    """The host of the IPv4 of UCX's RoCE GID the finding's message names (readers_ucx.py),
+    only where the text ties that address to a host."""
+    return addresses.get(str(f.event.payload.get(PEER_KEY, ""))) if f.event.payload else None
 
 
 def _own_link_fault(f: Finding, printers: set[str]) -> bool:

@@ -111,3 +111,29 @@ def test_a_gid_on_another_process_line_is_not_this_errors_peer(form: str) -> Non
     first, second = losses(f"::ffff:{ADDR[B]}")[form].splitlines(keepends=True)
     text = INITS + first + second.replace(f"[{A}:12345:0]", f"[{A}:12399:0]") + CRASHES
     assert _verdict(text)[2] not in (B, C)
+
+
+def _from(printer: str, form: str, gid: str) -> str:
+    return losses(gid)[form].replace(f"[{A}:12345:0]", f"[{printer}:12345:0]")
+
+
+@pytest.mark.parametrize("form", FORMS)
+def test_two_printers_whose_gids_name_one_peer_point_at_that_peer(form: str) -> None:
+    # as NCCL's "Got completion from peer" lines of several hosts naming one peer do
+    gid = f"::ffff:{ADDR[B]}"
+    text = INITS + _from(A, form, gid) + _from("gpu-d-04", form, gid)
+    assert _verdict(text) == ("interconnect", "infra", B), explain_text(text).explanation
+
+
+@pytest.mark.parametrize("form", FORMS)
+def test_two_printers_whose_gids_name_two_peers_name_none(form: str) -> None:
+    text = (
+        INITS + _from(A, form, f"::ffff:{ADDR[B]}") + _from("gpu-d-04", form, f"::ffff:{ADDR[C]}")
+    )
+    assert _verdict(text)[2] is None
+
+
+@pytest.mark.parametrize("form", FORMS)
+def test_one_printer_naming_a_gid_peer_stays_the_suspect_as_the_rules_say(form: str) -> None:
+    # one host's completion errors do not tell its own link from the peer's (ib_verbs.json)
+    assert _verdict(INITS + losses(f"::ffff:{ADDR[B]}")[form])[2] == A
