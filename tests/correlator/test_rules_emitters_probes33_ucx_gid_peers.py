@@ -1,4 +1,4 @@
-"""Probe set thirty-two (UCX): the peer of an InfiniBand error by its RoCE GID (issue #11).
+"""Probe set thirty-three (UCX): the peer of an InfiniBand error by its RoCE GID (issue #11).
 
 openucx/ucx @9466d104a317 (correlator/explain/readers_ucx.py cites the lines): the mlx5 error's
 second line and rc_verbs' second line dump the peer as "[rqpn 0x%x dlid=%d sl=%d port=%d

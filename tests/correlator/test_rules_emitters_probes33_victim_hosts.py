@@ -1,4 +1,4 @@
-"""Probe set thirty-two: the one host a text shows only printing losses is no culprit (issue #11).
+"""Probe set thirty-three: the one host a text shows only printing losses is no culprit (issue #11).
 
 explain's last resort names the one host a text shows when the fault's own lines name none. A
 host whose every failure line reports only what it lost (a timeout, a watchdog, a remote
