@@ -51,7 +51,9 @@ Verdicts follow tests/fixtures/corpus/README.md's policy: kernel and cgroup OOM 
 oom_host/job; soft lockups, hung tasks, panics, I/O and filesystem errors are node/node; an NFS or
 Lustre server lost is node/infra (kernel_nfs_down, kernel_lustre_down); the kernel's report of a
 user process killed by a signal is user_code/job (kernel_process_crash). The host is the syslog or
-journal host field; plain dmesg and dmesg -T name none. "Machine check events logged" is printed
+journal host field; plain dmesg and dmesg -T name none; a line that names the server it lost (the
+NFS server, the Lustre NID, SERVER_NAMED) names that server, never the client that printed it
+(probe set 32). "Machine check events logged" is printed
 for corrected errors too, so alone it is node/unknown.
 """
 
@@ -67,6 +69,9 @@ USER = ("user_code", "job")
 GPU_NODE = ("gpu_hardware", "node")
 NODE_UNSETTLED = ("node", "unknown")
 NOTHING = (None, "unknown")
+# formats whose line names the server the client lost: the placeholder holding it (its host is the
+# culprit: an NFS server as mounted, a Lustre NID's address before "@<net>")
+SERVER_NAMED = {"nfs-not-responding": "srv", "lustre-op-failed": "nid"}
 COMM = ("python", "pt_main_thread", "torchrun", "python3.10", "pt_data_worker")
 PIDS = (4242, 123456, 77)
 

@@ -16,7 +16,7 @@ import pytest
 from correlator.explain import explain_text
 from tests.correlator.emitter_probe import HOSTS, spread
 from tests.correlator.kernel_deliveries import CLOCK, DELIVERIES
-from tests.correlator.kernel_formats import FORMATS, NOTHING
+from tests.correlator.kernel_formats import FORMATS, NOTHING, SERVER_NAMED
 
 # Healthy lines that mention the same words, and corrected AER (the existing weak reading)
 HEALTHY: list[tuple[str, str]] = [
@@ -67,12 +67,19 @@ def _deliver(line: str, i: int, delivery: str) -> str:
     return delivery.format(host=HOSTS[i % len(HOSTS)], **clock) + line + "\n"
 
 
+def _server(value: str) -> str:
+    # "10.0.0.3@o2ib" -> "10.0.0.3" (a Lustre NID), "[fd00::5]" -> "fd00::5"
+    return value.split("@")[0].strip("[]")
+
+
 def _probes() -> Iterator[Any]:
     for key, fmt, values, want in FORMATS:
         for i, subs in enumerate(spread(values)):
             line = fmt.format(**subs)
             for d, (delivery, named) in enumerate(DELIVERIES):
                 node = HOSTS[(i + d) % len(HOSTS)] if named else None
+                if key in SERVER_NAMED:  # the server the line names, whoever printed it
+                    node = _server(subs[SERVER_NAMED[key]])
                 yield pytest.param(
                     _deliver(line, i + d, delivery), want, node, id=f"{key}-{i}-d{d}"
                 )

@@ -21,7 +21,8 @@ Formats, each from its source (never a corpus case):
 Labels (corpus README policy): a node the storage cluster expels or whose storage daemon dies is
 the node's (node/node, on the node the line says failed); a client that lost its servers (NFS
 not responding, Lustre eviction, GPFS lost membership, a BeeGFS communication error) is the
-shared storage's (node/infra), the server the line names never being the culprit; the job's
+shared storage's (node/infra), the server the line names never being the culprit (probe set 32:
+except the kernel's NFS and Lustre lines that name the server's host or NID); the job's
 I/O error beside such a line takes that reading; a disk quota is the job's (user_code/job).
 """
 
@@ -121,31 +122,36 @@ def test_a_beegfs_error_never_names_the_storage_server() -> None:
     assert _verdict(text) == (*STORAGE, None)
 
 
+# probe set 32: the kernel's NFS line names the server it lost (sunrpc's cl_server), which is then
+# the culprit; Lustre's eviction names a target, not a host, and BeeGFS's node string an alias, so
+# those stay on the client that printed them
 @pytest.mark.parametrize(
-    ("storage_line", "path"),
+    ("storage_line", "path", "node"),
     [
-        ("nfs: server nas01 not responding, still trying", "/shared/ckpt/step_100.pt"),
+        ("nfs: server nas01 not responding, still trying", "/shared/ckpt/step_100.pt", "nas01"),
         (
             "LustreError: 167-0: lustre-OST0003-osc-ffff8c5c1d3a5000: This client was evicted "
             "by lustre-OST0003; in progress operations using this service will fail.",
             "/lustre/ckpt/step_100.pt",
+            "gpu-a17",
         ),
         (
             "beegfs: python(48211): Communication error: Node: stor01 [storage:2] (comm result: "
             "-110; message type: 2011)",
             "/mnt/beegfs/ckpt/step_100.pt",
+            "gpu-a17",
         ),
     ],
 )
 def test_the_jobs_io_error_beside_a_lost_file_server_is_the_storages(
-    storage_line: str, path: str
+    storage_line: str, path: str, node: str
 ) -> None:
     text = (
         f"Nov 29 10:01:02 gpu-a17 kernel: {storage_line}\n"
         + TRACEBACK
         + f"OSError: [Errno 5] Input/output error: '{path}'\n"
     )
-    assert _verdict(text) == (*STORAGE, "gpu-a17")
+    assert _verdict(text) == (*STORAGE, node)
 
 
 def test_a_stale_handle_after_gpfs_lost_membership_is_the_storages() -> None:

@@ -113,6 +113,10 @@ FAMILY_FILES = (
     # the EKS agent's messages quote DCGM's findings: after dcgm.json, whose texts are surer
     "eks_node_monitoring.json",
     "nvidia_smi.json",
+    # probe set 32: the container runtimes' GPU container errors (libnvidia-container's device
+    # selection, CDI, containerd/docker runtime handlers): before device_plugin.json, whose
+    # container_cli_init reads every nvidia-container-cli error as the node's
+    "container_runtime.json",
     "device_plugin.json",
     # the GPU operator's MIG manager (probe set 30): before the launchers' bare exit statuses, which
     # its "failed to apply MIG configuration: exit status 1" would otherwise read as the job's
@@ -125,6 +129,8 @@ FAMILY_FILES = (
     # module), beside the kernel's own NFS and Lustre lines
     "gpfs.json",
     "beegfs.json",
+    # TensorRT / TensorRT-LLM (probe set 32): their out-of-memory texts before cuda.json's
+    "tensorrt.json",
     "cuda.json",
     # GPUDirect Storage's status strings name the cuFile error, not a CUDA one
     "cufile.json",
@@ -149,6 +155,8 @@ FAMILY_FILES = (
     "deepspeed.json",
     "tensorflow.json",
     "ray.json",
+    # SkyPilot (probe set 32): its provisioner's capacity failures, raised as Python exceptions
+    "skypilot.json",
     "dask.json",
     "spark_yarn.json",
     "htcondor.json",
