@@ -9,7 +9,10 @@ condition: %s"); cncf-tags/container-device-interface pkg/cdi/cache.go @05ae4b5b
 invalid runtime name: %s") and daemon/devices.go ("could not select device driver %q with
 capabilities: %v"), which dockerd's logrus line quotes with escaped quotes;
 containerd/containerd internal/cri/server/helpers.go @6d0545dc89 ("no runtime for %q is
-configured"); containers/crun src/libcrun/container.c @c0011b8db9 ("error executing hook `%s`
+configured"); opencontainers/runc libcontainer/configs/config.go @6aa4d8d791 ("error running %s
+hook #%d: %w", the hook's stdout/stderr quoted) with NVIDIA/nvidia-container-toolkit
+internal/info/auto.go @ff86ecb2a5 ("Auto-detected mode as '%v'", the NVIDIA hook's first line);
+containers/crun src/libcrun/container.c @c0011b8db9 ("error executing hook `%s`
 (exit code: %d)").
 
 The label policy: nvidia-container-cli's initialisation errors and a host without the NVIDIA
@@ -213,6 +216,42 @@ def test_a_failed_nvidia_hook_under_crun_is_the_nodes_stack_with_no_blame_named(
     )
     got = explain_text(text)
     assert (got.category, got.blame) == ("node", "unknown"), got.explanation
+
+
+@pytest.mark.parametrize(
+    "wrapped",
+    [
+        "error running prestart hook #0: exit status 1, stdout: , stderr: Auto-detected mode as "
+        "'legacy': unknown.",
+        "error running hook #0: error running hook: exit status 1, stdout: , stderr: "
+        "Auto-detected mode as 'legacy'",
+        "error running createRuntime hook #1: exit status 2, stdout: , stderr: Auto-detected mode "
+        "as 'csv'",
+    ],
+)
+def test_a_failed_nvidia_hook_under_runc_is_the_nodes_stack_not_the_jobs_exit(
+    wrapped: str,
+) -> None:
+    text = (
+        "docker: Error response from daemon: failed to create task for container: failed to create "
+        "shim task: OCI runtime create failed: runc create failed: unable to start container "
+        f"process: error during container init: {wrapped}\n"
+    )
+    got = explain_text(text)
+    assert (got.category, got.blame) == ("node", "unknown"), got.explanation
+
+
+def test_the_hooks_error_on_the_same_logrus_line_decides_and_names_the_host() -> None:
+    text = (
+        'Nov 29 10:00:01 gpu-a-07 containerd[3862]: time="2026-11-29T10:00:01Z" level=error '
+        'msg="StartContainer for \\"8c9e\\" failed" error="failed to create containerd task: '
+        "failed to create shim task: OCI runtime create failed: runc create failed: unable to "
+        "start container process: error during container init: error running hook #0: error "
+        "running hook: exit status 1, stdout: , stderr: Auto-detected mode as 'legacy'\\n"
+        'nvidia-container-cli: device error: 9: unknown device: unknown"\n'
+    )
+    got = explain_text(text)
+    assert (got.category, got.blame, got.node) == (*JOB, "gpu-a-07"), got.explanation
 
 
 def test_the_hooks_own_error_explains_cruns_failed_hook() -> None:

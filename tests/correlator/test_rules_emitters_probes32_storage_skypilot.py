@@ -7,7 +7,8 @@ OK". Lustre: lustre/lustre-release lustre/ptlrpc/import.c @5748379d28 ("%s: Conn
 "Connection restored to %s (at %s)", 0x167 "This client was evicted by %.*s") and client.c
 @907f35db14 (ptlrpc_expire_one_request "Request sent has %s: [sent %lld/real %lld]" with "timed out
 for slow reply", "timed out for sent delay" or "failed due to network error", the request's
-"->import@NID"). The policy: a lost server is node/infra, and the server the line names is the
+"->import@NID"), lnet/klnds/o2iblnd/o2iblnd_cb.c @96d7dcf4e7 ("Timed out RDMA with %s (%lu): c: %u,
+oc: %u, rc: %u"). The policy: a lost server is node/infra, and the server the line names is the
 culprit, never the client that printed it; an eviction names a target, not a host, so the client
 stays the host. SkyPilot: skypilot-org/skypilot sky/backends/cloud_vm_ray_backend.py @8f4c480ad2
 ("Failed to acquire resources in ...", "Failed to provision all possible launchable resources"),
@@ -91,6 +92,23 @@ FORMATS = (
         INFRA,
         culprit="nid",
         prefixes=_SYSLOG[:2],
+    ),
+    Fmt(
+        "lnet-rdma-timeout",
+        "lustre/lustre-release lnet/klnds/o2iblnd/o2iblnd_cb.c@96d7dcf4e7",
+        "{lvl}: {pid}:0:(o2iblnd_cb.c:{line}:kiblnd_check_conns()) Timed out RDMA with {nid} "
+        "({secs}): c: 0, oc: 0, rc: 8\n",
+        {
+            **_SV,
+            "lvl": ("LNetError", "LNet"),
+            "pid": (11, 3412),
+            "line": (3410, 3335),
+            "secs": (100, 52),
+            "nid": _NIDS,
+        },
+        INFRA,
+        culprit="nid",
+        prefixes=_SYSLOG,
     ),
     Fmt(
         "lustre-evicted",
