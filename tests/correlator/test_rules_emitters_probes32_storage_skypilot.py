@@ -13,7 +13,8 @@ culprit, never the client that printed it; an eviction names a target, not a hos
 stays the host. SkyPilot: skypilot-org/skypilot sky/backends/cloud_vm_ray_backend.py @8f4c480ad2
 ("Failed to acquire resources in ...", "Failed to provision all possible launchable resources"),
 sky/exceptions.py @34de707e78 (ResourcesUnavailableError): no capacity, like an unschedulable
-pod, is scheduler/infra. Never a corpus case.
+pod, is scheduler/infra; sky/jobs/state.py @ba4a0d1f5f (ManagedJobStatus: FAILED_NO_RESOURCE the
+clouds', FAILED_SETUP / FAILED_PRECHECKS the job's). Never a corpus case.
 """
 
 from __future__ import annotations
@@ -159,6 +160,35 @@ def test_a_lost_nfs_server_is_named_not_the_client_that_printed_it() -> None:
         "Nov 29 10:00:01 gpu-a-07 kernel: nfs: server nfs01 not responding, still trying\n"
     )
     assert (got.category, got.blame, got.node) == ("node", "infra", "nfs01"), got.explanation
+
+
+# `sky jobs queue`'s table (sky/jobs/utils.py format_job_table's columns); the STATUS column
+# holds sky/jobs/state.py @ba4a0d1f5f's ManagedJobStatus; the NAME column is the job's, no host
+_QUEUE = (
+    "ID  TASK  NAME   RESOURCES   SUBMITTED  TOT. DURATION  JOB DURATION  #RECOVERIES  STATUS\n"
+    "{id}   -     {name}  1x[{gpu}]  2 hrs ago  1h 3m          -             {rec}            "
+    "{status}\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("status", "want"),
+    [
+        ("FAILED_NO_RESOURCE", ("scheduler", "infra")),
+        ("FAILED_SETUP", ("user_code", "job")),
+        ("FAILED_PRECHECKS", ("user_code", "job")),
+        ("RUNNING", (None, "unknown")),
+        ("SUCCEEDED", (None, "unknown")),
+    ],
+)
+@pytest.mark.parametrize(
+    ("name", "gpu", "rec"), [("train", "A100:8", 0), ("gpu-a-07", "H100:8", 2)]
+)
+def test_a_managed_jobs_status_reads_as_skypilot_documents_it_naming_no_host(
+    status: str, want: tuple[str | None, str], name: str, gpu: str, rec: int
+) -> None:
+    got = explain_text(_QUEUE.format(id=3, name=name, gpu=gpu, rec=rec, status=status))
+    assert (got.category, got.blame, got.node) == (*want, None), got.explanation
 
 
 @pytest.mark.parametrize(
