@@ -21,6 +21,7 @@ TLLM = "NVIDIA/TensorRT-LLM {}@83ab45a50d"
 TRT = "NVIDIA/TensorRT include/NvInferRuntimeBase.h@b43d99ef9c"
 OOM = ("oom_gpu", "job")
 JOB = ("user_code", "job")
+NODE = ("node", "node")
 # where TensorRT-LLM was built (TllmException's what() ends with __FILE__:__LINE__)
 _SRC = {
     "src": (
@@ -172,6 +173,29 @@ def test_a_tensorrt_error_reads_as_its_family_documents(
     f: Fmt, text: str, node: str | None
 ) -> None:
     check(f, text, node)
+
+
+@pytest.mark.parametrize(
+    ("call", "err", "want"),
+    [
+        ("cudaSetDevice(device)", "all CUDA-capable devices are busy or unavailable", NODE),
+        (
+            "cudaGetDeviceCount(&count)",
+            "CUDA driver version is insufficient for CUDA runtime version",
+            JOB,
+        ),
+        ("cudaStreamSynchronize(stream)", "unspecified launch failure", JOB),
+    ],
+)
+def test_a_cuda_error_inside_tensorrt_llm_keeps_the_cuda_reading(
+    call: str, err: str, want: tuple[str, str]
+) -> None:
+    text = (
+        f"[TensorRT-LLM][ERROR] CUDA runtime error in {call}: {err} "
+        "(/src/tensorrt_llm/cpp/tensorrt_llm/runtime/utils.cpp:41)\n"
+    )
+    got = explain_text(text)
+    assert (got.category, got.blame) == want, got.explanation
 
 
 def test_a_nccl_error_tensorrt_llm_wraps_stays_nccls() -> None:
