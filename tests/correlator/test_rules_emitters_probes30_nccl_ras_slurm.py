@@ -9,8 +9,10 @@ ncclras, except for a rank that reported a Remote process error (a victim).
 
 Slurm: src/common/job_state_reason.c @284c3b95f08a (SLURM_COMMIT): the limit reasons (flag
 JSR_QOS_ASSOC, the QOSGrp* group limits) a pending job is held by, as scontrol (Reason=...) and
-squeue's NODELIST(REASON) column ("(...)") print them: scheduler/job, never the hardware. A job
-waiting on Priority or Resources is no failure. Never a corpus case.
+squeue's NODELIST(REASON) column ("(...)") print them. A per-job maximum or minimum (the job
+cannot start as asked) is scheduler/job, never the hardware; a group, per-user or per-account
+cap only makes the job wait its turn and, like Priority or Resources, is no failure (as
+test_rules_emitters_round6_jobs pinned before). Never a corpus case.
 """
 
 from __future__ import annotations
@@ -130,14 +132,25 @@ def test_the_ras_query_timeout_names_no_node() -> None:
     assert (got.category, got.blame, got.node) == ("nccl_timeout_unknown", "unknown", None)
 
 
+# a per-job maximum or minimum of the QOS or association: the job cannot start as asked
 LIMITS = (
+    "QOSMaxGRESPerJob",
+    "QOSMaxWallDurationPerJobLimit",
+    "QOSMaxNodePerJobLimit",
+    "QOSMaxCpuPerJobLimit",
+    "QOSMaxMemoryPerJob",
+    "QOSMinGRES",
+    "QOSMinCpuNotSatisfied",
+    "AssocMaxGRESPerJob",
+    "AssocMaxNodePerJobLimit",
+    "AssocMaxWallDurationPerJobLimit",
+)
+# a group, per-user or per-account cap: the job waits its turn, nothing failed
+WAITS = (
     "QOSMaxGRESPerUser",
     "QOSGrpGRES",
     "QOSGrpGRESMinutes",
-    "QOSMaxGRESPerJob",
-    "QOSMaxWallDurationPerJobLimit",
     "QOSMaxJobsPerUserLimit",
-    "QOSMinGRES",
     "QOSJobLimit",
     "QOSResourceLimit",
     "QOSUsageThreshold",
@@ -172,14 +185,16 @@ SLURM_FORMATS = (
 
 
 @pytest.mark.parametrize(("f", "text", "node"), params(SLURM_FORMATS))
-def test_a_job_held_by_a_qos_or_association_limit_is_the_jobs_limit(
+def test_a_job_past_a_per_job_qos_or_association_limit_is_the_jobs_request(
     f: Fmt, text: str, node: str | None
 ) -> None:
     check(f, text, node)
 
 
-@pytest.mark.parametrize("reason", ["Priority", "Resources", "Dependency", "BeginTime", "None"])
-def test_a_job_waiting_its_turn_is_no_failure(reason: str) -> None:
+@pytest.mark.parametrize(
+    "reason", ["Priority", "Resources", "Dependency", "BeginTime", "None", *WAITS]
+)
+def test_a_job_waiting_its_turn_or_under_a_group_cap_is_no_failure(reason: str) -> None:
     text = (
         "             JOBID PARTITION     NAME     USER ST       TIME  NODES NODELIST(REASON)\n"
         f"            123456       gpu    train      bob PD       0:00      4 ({reason})\n"
