@@ -146,3 +146,7 @@ VALIDATION_37_SHA256 = "1b50a0eea8b21ba0883d30cb287462267919a90deb7a26156af347a6
 # the 10 sorted new sources after random.Random(76).shuffle, drawn before any rule of round
 # forty-three and scored once with the rules of ace8fa2): never move a case in or out.
 VALIDATION_38_SHA256 = "30c64314803d75037c7fd487f20fd247d61be1b5262e4d045a403a728ba5b6fa"
+# sha256 of the sorted validation_39 sources (round forty-four's held-out split: the first half of
+# the 10 sorted new sources after random.Random(78).shuffle, drawn before any rule of round
+# forty-four and scored once with the rules of 48533c6): never move a case in or out.
+VALIDATION_39_SHA256 = "3e98ef7e0f2a3eb674faa47d14f5fe84424086d134425781d4e1f9b859ee78ff"
