@@ -292,12 +292,19 @@ def shared_peer(
 ) -> str | None:
     """The one peer that every host's own failure names (InfiniBand completions that several
     hosts got from one peer; UCX's by the GID `addresses` ties to a host), when it is none of
-    those hosts; else None."""
-    peers = [f.verdict.peer_named or gid_peer(f, addresses or {}) for f in own]
+    those hosts; else None. A peer named by address is the host the text ties it to, if any."""
+    addresses = addresses or {}
+    peers = [_by_address(f.verdict.peer_named, addresses) or gid_peer(f, addresses) for f in own]
     named = {p.lower() if p else "" for p in peers}
     if len(named) != 1 or "" in named or named & {h.lower() for h in hosts}:
         return None
     return next(p for p in peers if p)
+
+
+def _by_address(peer: str | None, addresses: dict[str, str]) -> str | None:
+    """The host whose own line the text ties a peer's address to (as first_links maps one), else
+    the peer as named."""
+    return addresses.get(peer.lower().split("%")[0]) or peer if peer else None
 
 
 _CASCADE = {Category.USER_CODE, Category.OOM_HOST, Category.OOM_GPU}
