@@ -23,6 +23,7 @@ from correlator.explain.hosts_fields import session_hosts
 from correlator.explain.hosts_health import losers, not_at_fault, progress_lines
 from correlator.explain.hosts_records import logentry_hosts
 from correlator.explain.readers_gpu import _event
+from correlator.explain.readers_ray import ray_dead_nodes
 from correlator.explain.readers_sched import context_hosts
 from correlator.explain.readers_structured import HEALTH, read_structured
 from correlator.explain.readers_ucx import ucx_gid_peers
@@ -341,6 +342,7 @@ def read_delivered(text: str) -> tuple[list[Event], list[str], Delivered, list[s
     _attach_hosts(events, (bare, lines), hints, hydra)
     _labelled(events, delivered.labels)
     ucx_gid_peers(events, lines)
+    ray_dead_nodes(events, lines)
     each = [named[i] or host_in_line(ln) for i, ln in enumerate(lines)]
     # a host that a line names in a healthy status, at an idle prompt, in a stream of its own
     # without the failure or only in losses is no last resort

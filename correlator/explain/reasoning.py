@@ -10,6 +10,7 @@ from correlator.explain.hosts import distinct
 from correlator.explain.hosts_ranks import unresolved_rank
 from correlator.explain.readers_edac import edac_ce_storms
 from correlator.explain.readers_poison import memory_faults, sigbus_of_poison
+from correlator.explain.readers_ray import dead_node_culprits
 from correlator.explain.reasoning_peers import fault_behind_transport, gid_peer
 from correlator.rules import caused_by, classify_event
 from correlator.rules.checks import shows_fault, with_cause
@@ -39,11 +40,11 @@ def findings(events: list[Event]) -> list[Finding]:
     """Events that mean something, each with its verdict; one memory module's EDAC CE lines
     that reach mcelog's DIMM trigger together (the agent reads them one a line) mean more, and
     a firmware record and the memory-failure lines naming its page are one fault, whose SIGBUS
-    a process died of (readers_poison.py)."""
+    a process died of (readers_poison.py); a Ray actor's node death names that node
+    (readers_ray.py)."""
     events = events + edac_ce_storms(events) + memory_faults(events)
-    return sigbus_of_poison(
-        [Finding(ev, v) for ev in events if (v := classify_event(ev)) is not None]
-    )
+    found = [Finding(ev, v) for ev in events if (v := classify_event(ev)) is not None]
+    return dead_node_culprits(sigbus_of_poison(found))
 
 
 def _rank(f: Finding) -> tuple[int, int, int, float]:
