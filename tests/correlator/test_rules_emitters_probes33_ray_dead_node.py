@@ -110,3 +110,19 @@ def test_a_bare_old_wording_keeps_its_reading() -> None:
 def test_a_loopback_ip_line_names_no_node() -> None:
     # a one-machine cluster's node_ip_address names no host of the fleet (rules.hosts.peer_host)
     assert _verdict(_pdsh(A, actor_died(ip="127.0.0.1")))[2] is None
+
+
+# Ray's own lines that name the dead node by its ip and Node Id (ray.json: gcs_node_manager.cc's
+# marked-dead line, the agent's older "Raylet is terminated: ip=%s, id=%s"): the node they name
+# is the culprit of an ActorDiedError that names no ip, not the printer
+NODE_LINES = {
+    "gcs": f"[2024-06-01 10:00:00,000 W 12 12] gcs_node_manager.cc:123: The node with node id: "
+    f"{NODE_ID} and address: {IP} and node name: {IP} has been marked dead because the detector "
+    "has missed too many heartbeats from it.\n",
+    "raylet": f"(raylet) Raylet is terminated: ip={IP}, id={NODE_ID}. Termination is unexpected.\n",
+}
+
+
+@pytest.mark.parametrize("form", sorted(NODE_LINES))
+def test_rays_node_line_names_the_dead_node_of_an_error_without_ip(form: str) -> None:
+    assert _verdict(_pdsh(A, actor_died(ip=None)) + NODE_LINES[form]) == ("node", "node", IP)
