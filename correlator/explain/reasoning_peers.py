@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING
 
 from correlator.explain.readers_ucx import PEER_KEY
 from correlator.rules import KIND_DEFAULTS, PATTERNS
+from correlator.rules.emitters import EMITTER_FALLBACKS
 from correlator.rules.hosts import RANK_PEER
 from correlator.rules.signals import SELF_CRASH
 from correlator.rules.xid import USER_FAULT_XIDS, xid_info, xid_verdict
@@ -176,6 +177,11 @@ def _ucx_timeout(f: Finding) -> bool:
 # blames its printer for (NCCL's "%s:%d -> 1" return-code trace, src/include/checks.h) is still
 # its own process's
 _LOSS_KINDS = frozenset({Category.INTERCONNECT, Category.NCCL_TIMEOUT_UNKNOWN})
+# A catch-all's reading (a family's fallback rule, NCCL's bare WARN) does not know what the
+# line reports, so it shows no loss: a cut "NCCL WARN Cuda failure" is its printer's own
+_UNSPECIFIC = frozenset(
+    {r.summary for r in EMITTER_FALLBACKS} | {KIND_DEFAULTS[EventKind.NCCL_ERROR].summary}
+)
 
 
 def reports_loss(v: Verdict, raw: str, node: str | None) -> bool:
@@ -186,7 +192,9 @@ def reports_loss(v: Verdict, raw: str, node: str | None) -> bool:
     a line whose host is the peer it blames ("Remote daemon: ... on node X") is that peer's."""
     if v.culprit and node and v.culprit.lower() == node.lower():
         return False
-    if v.culprit or (not v.at_printer and v.category in _LOSS_KINDS):
+    if v.culprit:
+        return True
+    if not v.at_printer and v.category in _LOSS_KINDS and v.summary not in _UNSPECIFIC:
         return True
     if v.summary in _VICTIM_SUMMARIES and _PEER_LOST.search(raw):
         return True

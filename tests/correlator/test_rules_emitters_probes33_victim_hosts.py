@@ -187,3 +187,10 @@ def test_a_prompt_host_whose_command_printed_the_fault_is_still_named(fault: str
     # the hostless fault is output of a command typed at that host's prompt: its own line
     text = f"[alice@{A} ~]$ python train.py\n" + f"{_WD}\n" + FAULTS[fault] + f"[alice@{A} ~]$ \n"
     assert explain_text(text).node == A
+
+
+@pytest.mark.parametrize("fault", sorted(FAULTS))
+def test_a_host_whose_line_only_a_catch_all_reads_is_still_a_suspect(fault: str) -> None:
+    # NCCL's bare WARN (cut short here) says nothing of a loss: the line may be its own fault
+    text = f"{A}:2841:2910 [3] enqueue.cc:1025 NCCL WARN Cuda failure\n" + FAULTS[fault]
+    assert explain_text(text).node == A, text
