@@ -108,9 +108,11 @@ the rules of main at 6d65ff0 scored on every split of the corpus with round fort
 cases, measured before round forty-two changed any rule (benchmarks/explain_round41.json),
 "round42": the figures the rules of main at ace8fa2 scored on every split of the corpus with
 round forty-three's new cases, measured before round forty-three changed any rule
-(benchmarks/explain_round42.json), and "round43": the figures the rules of main at 48533c6
+(benchmarks/explain_round42.json), "round43": the figures the rules of main at 48533c6
 scored on every split of the corpus with round forty-four's new cases, measured before round
-forty-four changed any rule (benchmarks/explain_round43.json).
+forty-four changed any rule (benchmarks/explain_round43.json), and "round44": the figures the
+rules of main at 381f4a6 scored on every split of the corpus, measured before round forty-five
+changed any rule (benchmarks/explain_round44.json).
 "validation_3": a second held-out split gathered in round three from sources no other case
 uses, labelled and scored with round two's rules before any rule of round three was written;
 "validation_4": a third one, gathered in round eight from sources no other case uses, labelled
@@ -215,7 +217,7 @@ _HERE = Path(__file__).resolve().parent
 # key "roundN" reads benchmarks/explain_roundN.json.
 _FROZEN = (
     ("before", _HERE / "explain_before.json"),
-    *((f"round{i}", _HERE / f"explain_round{i}.json") for i in (1, 2, 3, 4, 5, *range(7, 44))),
+    *((f"round{i}", _HERE / f"explain_round{i}.json") for i in (1, 2, 3, 4, 5, *range(7, 45))),
 )
 # the held-out splits in the order they were drawn (there is no validation_2: the second one,
 # gathered in round three, is validation_3)
