@@ -150,3 +150,7 @@ VALIDATION_38_SHA256 = "30c64314803d75037c7fd487f20fd247d61be1b5262e4d045a403a72
 # the 10 sorted new sources after random.Random(78).shuffle, drawn before any rule of round
 # forty-four and scored once with the rules of 48533c6): never move a case in or out.
 VALIDATION_39_SHA256 = "3e98ef7e0f2a3eb674faa47d14f5fe84424086d134425781d4e1f9b859ee78ff"
+# sha256 of the sorted validation_40 sources (round forty-five's held-out split: the first half of
+# the 10 sorted new sources after random.Random(80).shuffle, drawn before any rule of round
+# forty-five and scored once with the rules of 381f4a6): never move a case in or out.
+VALIDATION_40_SHA256 = "246ffd89fc4ed6264238a2a1d99685bc095adcb1baa1a0c7435e605979fc5f57"
