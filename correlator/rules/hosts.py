@@ -24,7 +24,8 @@ _PLACEHOLDERS = re.compile(
 # names, `localhost`, placeholders name no node"):
 # - a label of mask characters ("node-XX", "XX-01", "***"), an address with masked octets
 #   ("10.x.x.x") or a run of capital X's after the name's own lower-case letters or digits
-#   ("gpuXX", "nodeXXX"), as a reporter types them;
+#   ("gpuXX", "nodeXXX"), as a reporter types them, or a lone capital X as the last label after
+#   a lower-case name ("worker-X", "node-X": the reporter's "worker-<n>");
 # - a label that says it was masked ("REDACTED", "host-redacted", "anonymized");
 # - a docs placeholder that addresses the reader ("your-host", "your.master.ip");
 # - names under the TLDs that never resolve to a node (RFC 6761 6.3-6.4: .localhost is
@@ -34,7 +35,7 @@ _PLACEHOLDERS = re.compile(
 # - torch's rendezvous variable's own name printed where its value belongs (MASTER_ADDR).
 _MASK_LABEL = re.compile(r"^[x*]{2,}$")
 _MASK_IPV4 = re.compile(r"^(?:(?:\d{1,3}|[x*]+)\.){3}(?:\d{1,3}|[x*]+)$")
-_MASK_TAIL = re.compile(r"[a-z0-9]X{2,}$")
+_MASK_TAIL = re.compile(r"[a-z0-9]X{2,}$|^[a-z][a-z0-9]*-X$")
 _MASK_WORDS = frozenset(
     {"redacted", "masked", "anonymized", "anonymised", "obfuscated", "censored", "hidden"}
 )
