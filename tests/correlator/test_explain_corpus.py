@@ -310,7 +310,7 @@ def test_bench_explain_keeps_the_four_figures_and_adds_splits_and_before() -> No
     assert result["n"] == len(LABELS)
     frozen = (
         "before",
-        *(f"round{i}" for i in (1, 2, 3, 4, 5, *range(7, 45))),
+        *(f"round{i}" for i in (1, 2, 3, 4, 5, *range(7, 46))),
     )
     added = tuple(f"training_added_round{i}" for i in range(8, 46))
     scored = ("training", *HELD_OUT, "training_added_after_split", *added)
@@ -385,15 +385,20 @@ _FROZEN_BEFORE = (
     *((f"round{k}", HELD_OUT[: k - 5], f"round{k + 1}") for k in range(12, 44)),
     ("round44", (*HELD_OUT, "training"), "round45"),  # 381f4a6: every split
 )
+# The rules of main at 10a55c1, frozen on every split before round forty-six changed any rule.
+_FROZEN_LAST = ("round45", (*HELD_OUT, "training", "training_added_round45"))
 
 
 def _later_rounds_scored_every_split_before_their_rules(result: dict[str, Any]) -> None:
-    """Rounds nine to forty-four's frozen figures cover every split they were measured on."""
+    """Rounds nine to forty-five's frozen figures cover every split they were measured on."""
     for frozen, splits, later in _FROZEN_BEFORE:
         for split in (*splits, f"training_added_{later}"):
             assert result[frozen][split]["n"] == result[split]["n"], (frozen, split)
         cases = [c for c in LABELS if c.get(later)]
         assert result[f"training_added_{later}"]["n"] == len(cases) >= 5  # rounds 21-45: 5
+    last, last_splits = _FROZEN_LAST
+    for split in last_splits:
+        assert result[last][split]["n"] == result[split]["n"], (last, split)
 
 
 def test_bench_explain_scores_one_split_alone_and_lists_only_training_misses() -> None:
