@@ -9,14 +9,14 @@ Top level (whole corpus, as before): {"n", "category_accuracy", "blame_accuracy"
 "_round18" / "_round19" / "_round20" / "_round21" / "_round22" / "_round23" / "_round24" /
 "_round25" / "_round26" / "_round27" / "_round28" / "_round29" / "_round30" / "_round31" /
 "_round32" / "_round33" / "_round34" / "_round35" / "_round36" / "_round37" / "_round38" /
-"_round39" / "_round40" / "_round41" / "_round42" / "_round43" / "_round44" / "_round45": those
-of the third / fourth / fifth / eighth / ninth / tenth / eleventh / twelfth / thirteenth /
-fourteenth / fifteenth / sixteenth / seventeenth / eighteenth / nineteenth / twentieth /
-twenty-first / twenty-second / twenty-third / twenty-fourth / twenty-fifth / twenty-sixth /
-twenty-seventh / twenty-eighth / twenty-ninth / thirtieth / thirty-first / thirty-second /
-thirty-third / thirty-fourth / thirty-fifth / thirty-sixth / thirty-seventh / thirty-eighth /
-thirty-ninth / fortieth / forty-first / forty-second / forty-third / forty-fourth / forty-fifth
-round alone),
+"_round39" / "_round40" / "_round41" / "_round42" / "_round43" / "_round44" / "_round45" /
+"_round46": those of the third / fourth / fifth / eighth / ninth / tenth / eleventh / twelfth /
+thirteenth / fourteenth / fifteenth / sixteenth / seventeenth / eighteenth / nineteenth /
+twentieth / twenty-first / twenty-second / twenty-third / twenty-fourth / twenty-fifth /
+twenty-sixth / twenty-seventh / twenty-eighth / twenty-ninth / thirtieth / thirty-first /
+thirty-second / thirty-third / thirty-fourth / thirty-fifth / thirty-sixth / thirty-seventh /
+thirty-eighth / thirty-ninth / fortieth / forty-first / forty-second / forty-third / forty-fourth /
+forty-fifth / forty-sixth round alone),
 "before":
 the frozen figures the rules scored before issue #11 changed any rule, "round1": the
 figures round one of issue #11 left (benchmarks/explain_round1.json), "round2": the figures
@@ -114,8 +114,9 @@ scored on every split of the corpus with round forty-four's new cases, measured 
 forty-four changed any rule (benchmarks/explain_round43.json), "round44": the figures the
 rules of main at 381f4a6 scored on every split of the corpus with round forty-five's new
 cases, measured before round forty-five changed any rule (benchmarks/explain_round44.json), and
-"round45": the figures the rules of main at 10a55c1 scored on every split of the corpus,
-measured before round forty-six changed any rule (benchmarks/explain_round45.json).
+"round45": the figures the rules of main at 10a55c1 scored on every split of the corpus with
+round forty-six's new cases, measured before round forty-six changed any rule
+(benchmarks/explain_round45.json).
 "validation_3": a second held-out split gathered in round three from sources no other case
 uses, labelled and scored with round two's rules before any rule of round three was written;
 "validation_4": a third one, gathered in round eight from sources no other case uses, labelled
@@ -192,7 +193,9 @@ of ace8fa2 before any rule of round forty-three was written; "validation_39": a 
 gathered in round forty-four from sources no other case uses, labelled and scored with the rules
 of 48533c6 before any rule of round forty-four was written; "validation_40": a thirty-ninth one,
 gathered in round forty-five from sources no other case uses, labelled and scored with the rules
-of 381f4a6 before any rule of round forty-five was written.
+of 381f4a6 before any rule of round forty-five was written; "validation_41": a fortieth one,
+gathered in round forty-six from sources no other case uses, labelled and scored with the rules
+of 10a55c1 before any rule of round forty-six was written.
 
 Per split: culprit_accuracy (the node, over cases whose label names one), culprit_missed_unnamed
 and culprit_missed_other (of those, the cases explain named no node for / named another node
@@ -226,7 +229,7 @@ _FROZEN = (
 )
 # the held-out splits in the order they were drawn (there is no validation_2: the second one,
 # gathered in round three, is validation_3)
-_HELD_OUT = ("validation", *(f"validation_{i}" for i in range(3, 41)))
+_HELD_OUT = ("validation", *(f"validation_{i}" for i in range(3, 42)))
 _SPLITS = ("training", *_HELD_OUT)
 _JOB_TRUTH = {"user_code", "oom_host", "oom_gpu"}
 
@@ -297,7 +300,7 @@ def _original_sources(labels: list[dict[str, Any]]) -> set[str]:
 
 
 # The training rounds a case may be marked with ("round3": true ...), each reported apart.
-_ROUNDS = tuple(f"round{i}" for i in (3, 4, 5, *range(8, 46)))
+_ROUNDS = tuple(f"round{i}" for i in (3, 4, 5, *range(8, 47)))
 # The groups reported, in this order, when they have cases.
 _GROUPS = (
     "training",

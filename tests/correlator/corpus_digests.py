@@ -154,3 +154,7 @@ VALIDATION_39_SHA256 = "3e98ef7e0f2a3eb674faa47d14f5fe84424086d134425781d4e1f9b8
 # the 10 sorted new sources after random.Random(80).shuffle, drawn before any rule of round
 # forty-five and scored once with the rules of 381f4a6): never move a case in or out.
 VALIDATION_40_SHA256 = "246ffd89fc4ed6264238a2a1d99685bc095adcb1baa1a0c7435e605979fc5f57"
+# sha256 of the sorted validation_41 sources (round forty-six's held-out split: the first half of
+# the 10 sorted new sources after random.Random(82).shuffle, drawn before any rule of round
+# forty-six and scored once with the rules of 10a55c1): never move a case in or out.
+VALIDATION_41_SHA256 = "b43daa03bf8543825e2f73bd75178eb77d325e3fa317c8d00f292f722264d33c"
