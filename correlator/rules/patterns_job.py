@@ -188,13 +188,29 @@ JOB_AND_SCHEDULER: tuple[PatternRule, ...] = (
         "unschedulable",
         r"FailedScheduling|PodUnschedulable|\bUnschedulable\b(?!:\s*(?:false|true))|"
         r"Insufficient nvidia\.com/gpu|"
-        r"didn't match Pod's node affinity|had untolerated taint|"
-        r"Requested node configuration is not available",
+        r"didn't match Pod's node affinity|had untolerated taint",
         SCHED,
         Blame.INFRA,
         action="free or add GPU capacity, or fix the job's resource request/node selector",
         confidence=0.75,
         summary="the scheduler could not place the job",
+        priority=25,
+    ),
+    # Slurm's ESLURM_REQUESTED_NODE_CONFIG_UNAVAILABLE (slurm_errno.c: "Requested node
+    # configuration is not available") is what a request that can never be met gets: in
+    # SchedMD/slurm src/stepmgr/stepmgr.c _pick_step_nodes() a step's node list outside its job's
+    # allocation, an invalid list or more nodes than the step may have fall through to it, while
+    # resources merely in use now return ESLURM_NODES_BUSY and wait. The job asked for what it
+    # cannot get, so it is the job's own request, not a full cluster (issue #11 round 46, 1006).
+    _p(
+        "slurm_request_unsatisfiable",
+        r"Requested node configuration is not available",
+        SCHED,
+        Blame.JOB,
+        action="fix the job's or step's request (node list, node, CPU or memory counts, "
+        "features) to what its allocation or partition can give",
+        confidence=0.75,
+        summary="Slurm can never satisfy the job's or step's request as asked",
         priority=25,
     ),
     _p(
