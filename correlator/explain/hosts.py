@@ -88,8 +88,13 @@ _LINE_PATTERNS: tuple[re.Pattern[str], ...] = (
     # NCCL's prefix later in a line (behind a logger's timestamp or level): "... gpu-07:12:34 [0]
     # NCCL WARN ..." / "... gpu-07:12:34 [0] misc/socket.cc:58 NCCL WARN ..."
     re.compile(r"(?:^|\s)(?P<h>[A-Za-z0-9][\w.-]*):\d+:\d+ \[\d+\] (?:[\w/.]+:\d+ )?NCCL "),
-    # UCX: "[gpu-node-07:31180:0:31180] ib_mlx5_log.c:143 ..." (the "[" sometimes lost in a paste)
+    # UCX: "[gpu-node-07:31180:0:31180] ib_mlx5_log.c:143 ..." (the "[" sometimes lost in a paste),
+    # and the three-field UCS_LOG_PROC_DATA_FMT "[%s:%-5d:%d]" (src/ucs/debug/log.c) before a
+    # fatal signal, "[r104u33:4212 :0] Caught signal 11"
     re.compile(r"^\s*\[?(?P<h>[A-Za-z0-9][\w.-]*):\d+\s*:\d+:\d+\]\s"),
+    re.compile(
+        r"^\s*\[(?P<h>(?=[\w.-]{0,63}[A-Za-z])[A-Za-z0-9][\w.-]*):\d+\s*:\d+\] Caught signal \d"
+    ),
     # UCX's log prefix (src/ucs/debug/log.c ucs_log_default_handler): "[%lu.%06lu] [%s:%-5d:%d]
     # %16s:%-4u UCX %-5s", e.g. "[1762045780.123456] [gpu-node-07:4711 :0]  ib_device.c:321 UCX"
     re.compile(r"^\s*\[\d+\.\d+\] \[(?P<h>[A-Za-z0-9][\w.-]*):\d+\s*:\d+\]\s"),
