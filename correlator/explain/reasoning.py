@@ -11,7 +11,12 @@ from correlator.explain.hosts_ranks import unresolved_rank
 from correlator.explain.readers_edac import edac_ce_storms
 from correlator.explain.readers_poison import memory_faults, sigbus_of_poison
 from correlator.explain.readers_ray import dead_node_culprits
-from correlator.explain.reasoning_peers import fault_behind_transport, gid_peer
+from correlator.explain.reasoning_peers import (
+    fault_behind_transport,
+    gid_peer,
+    host_of_address,
+    same_kind,
+)
 from correlator.rules import caused_by, classify_event
 from correlator.rules.checks import shows_fault, with_cause
 from correlator.rules.signals import SELF_CRASH, after_crash, decode
@@ -77,11 +82,6 @@ def conclude(found: list[Finding], addresses: dict[str, str] | None = None) -> C
     verdict = replace(best.verdict, confidence=round(confidence, 2))
     ordered = sorted(support, key=lambda f: -_rank(f)[2])
     return Conclusion(verdict=verdict, support=ordered, others=others)
-
-
-def same_kind(a: Verdict, b: Verdict) -> bool:
-    """Whether `a` supports `b`: the same kind of failure and about as strong a sign."""
-    return (a.category, a.blame) == (b.category, b.blame) and a.priority >= b.priority - 10
 
 
 def teardown_after_crash(found: list[Finding]) -> list[Finding]:
@@ -239,7 +239,7 @@ def first_links(
     # a peer named by address is the host whose own init line shows that interface, so lines
     # naming it by address and by name count as one peer
     pairs = [
-        (addresses.get(p.lower().split("%")[0]) or p, f)
+        (host_of_address(p, addresses), f)
         for f in named
         if f.verdict.culprit and (p := _as_named(f.verdict.culprit, hosts))
     ]
@@ -295,17 +295,14 @@ def shared_peer(
     hosts got from one peer; UCX's by the GID `addresses` ties to a host), when it is none of
     those hosts; else None. A peer named by address is the host the text ties it to, if any."""
     addresses = addresses or {}
-    peers = [_by_address(f.verdict.peer_named, addresses) or gid_peer(f, addresses) for f in own]
+    peers = [
+        host_of_address(p, addresses) if (p := f.verdict.peer_named) else gid_peer(f, addresses)
+        for f in own
+    ]
     named = {p.lower() if p else "" for p in peers}
     if len(named) != 1 or "" in named or named & {h.lower() for h in hosts}:
         return None
     return next(p for p in peers if p)
-
-
-def _by_address(peer: str | None, addresses: dict[str, str]) -> str | None:
-    """The host whose own line the text ties a peer's address to (as first_links maps one), else
-    the peer as named."""
-    return addresses.get(peer.lower().split("%")[0]) or peer if peer else None
 
 
 _CASCADE = {Category.USER_CODE, Category.OOM_HOST, Category.OOM_GPU}

@@ -133,8 +133,6 @@ def fault_behind_transport(
     v = best.verdict
     if v.category is not Category.INTERCONNECT or not (v.root_cause or _ucx_timeout(best)):
         return best, found
-    from correlator.explain.reasoning import same_kind  # reasoning imports this module
-
     support = [f for f in found if same_kind(f.verdict, v)]
     if not all(f.verdict.summary in _VICTIM_SUMMARIES for f in support):
         return best, found  # a fault of a host's own HCA or link is shown beside them
@@ -167,9 +165,18 @@ def fault_behind_transport(
     return _raised(fault, v.priority), raised
 
 
+def same_kind(a: Verdict, b: Verdict) -> bool:
+    """Whether `a` supports `b` (reasoning.conclude's support, and the losses here): the same
+    kind of failure and about as strong a sign."""
+    return (a.category, a.blame) == (b.category, b.blame) and a.priority >= b.priority - 10
+
+
 def _ucx_timeout(f: Finding) -> bool:
     """Whether the finding is UCX's own line of an endpoint that timed out (the peer's end)."""
-    raw = f.event.raw or ""
+    return _ucx_timeout_line(f.event.raw or "")
+
+
+def _ucx_timeout_line(raw: str) -> bool:
     return bool(_UCX_LINE.search(raw) and _UCX_TIMEOUT.search(raw))
 
 
@@ -198,7 +205,7 @@ def reports_loss(v: Verdict, raw: str, node: str | None) -> bool:
         return True
     if v.summary in _VICTIM_SUMMARIES and _PEER_LOST.search(raw):
         return True
-    return bool(_UCX_LINE.search(raw) and _UCX_TIMEOUT.search(raw))
+    return _ucx_timeout_line(raw)
 
 
 def _one_faulted_host(
@@ -227,7 +234,13 @@ def _peer(f: Finding, addresses: dict[str, str]) -> str | None:
         return gid_peer(f, addresses)
     if named.startswith(RANK_PEER):
         return addresses.get(named)  # a rank whose host the text does not show names none
-    return addresses.get(named.lower().split("%")[0]) or named
+    return host_of_address(named, addresses)
+
+
+def host_of_address(peer: str, addresses: dict[str, str]) -> str:
+    """The host whose own line the text ties a peer's address (an IPv6 zone dropped) to, as
+    first_links maps one, else the peer as named."""
+    return addresses.get(peer.lower().split("%")[0]) or peer
 
 
 def gid_peer(f: Finding, addresses: dict[str, str]) -> str | None:
